@@ -1,0 +1,46 @@
+# agentiqa — `make demo` and `make test` each set up what they need on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# torch 2.14.1 / torchvision 0.29.1 lie on this machine's disk; pyiqa 0.1.16 installs beside them
+TORCH_PINS := torch==2.14.1 torchvision==0.29.1
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: setup demo test lint typecheck unit bench clean vllm-env help
+help:
+	@echo "make demo   - set up, make sample images, score and assess them"
+	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
+	@echo "make bench  - throughput and quality figures (not a test)"
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install $(TORCH_PINS)
+	$(PIP) install -e '.[dev]' $(TORCH_PINS)
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/python scripts/make_samples.py samples
+	$(BIN)/agentiqa score samples --out samples/scores.csv
+	$(BIN)/agentiqa assess samples --out samples/results.csv
+
+lint: setup
+	$(BIN)/ruff check agentiqa_cli tests scripts
+	$(BIN)/ruff format --check agentiqa_cli tests scripts
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/python -m pytest -q
+
+test: setup lint typecheck unit
+
+bench: setup
+	$(BIN)/python scripts/bench.py
+
+clean:
+	rm -rf $(VENV) .cache samples build dist *.egg-info

@@ -1,0 +1,3 @@
+from agentiqa_cli.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""The agent: planner → executor (detect, analyse, select, execute) → summarizer."""

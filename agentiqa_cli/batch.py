@@ -1,0 +1,175 @@
+"""Run a per-image coroutine over many jobs with bounded concurrency, resume and outputs.
+
+The batch owns what every command shares: decoding each image (and its reference) once,
+content-hash keys for resume, error rows for bad inputs, and writing rows as they finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+
+from agentiqa_cli.errors import AgentIQAError, ImageError
+from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.imaging.load import LoadedImage, display_path, file_sha256, load_image
+from agentiqa_cli.io.results import ResultsWriter
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.records import Result, TraceEvent
+
+
+@dataclass
+class Pair:
+    """A decoded image and its decoded reference (if any), shared by every tool."""
+
+    job: Job
+    image: LoadedImage
+    reference: LoadedImage | None
+    key: str
+
+
+class Decoder:
+    """Decodes images; references are cached because many images often share one."""
+
+    def __init__(self, max_pixels: int, ref_cache: int = 8):
+        self.max_pixels = max_pixels
+        self._refs: OrderedDict[str, LoadedImage] = OrderedDict()
+        self._ref_cache = ref_cache
+        self._lock = threading.Lock()
+
+    def reference(self, job: Job) -> LoadedImage | None:
+        if job.reference is None:
+            return None
+        k = str(job.reference)
+        with self._lock:
+            if k in self._refs:
+                self._refs.move_to_end(k)
+                return self._refs[k]
+        try:
+            ref = load_image(job.reference, self.max_pixels)
+        except ImageError as e:
+            raise ImageError(f"reference {e}") from None
+        with self._lock:
+            self._refs[k] = ref
+            while len(self._refs) > self._ref_cache:
+                self._refs.popitem(last=False)
+        return ref
+
+    def decode(self, job: Job) -> tuple[LoadedImage, LoadedImage | None]:
+        if job.error:
+            raise ImageError(job.error)
+        image = load_image(job.image, self.max_pixels)
+        ref = self.reference(job)
+        if ref is not None and ref.size != image.size:
+            # FR metrics compare pixel by pixel; resampling either side would change the score
+            raise ImageError(
+                f"reference {ref.size[0]}×{ref.size[1]} differs from image "
+                f"{image.size[0]}×{image.size[1]}; full-reference tools need equal sizes"
+            )
+        return image, ref
+
+
+def job_key(job: Job, fingerprint: str) -> str:
+    """Content hash of image (+ reference) + query/config fingerprint.
+
+    Unreadable files are keyed by path instead, so a resumed run does not retry them forever
+    nor write their error row twice; fixing the file changes its key.
+    """
+    h = hashlib.sha256(fingerprint.encode())
+    for p in (job.image, job.reference):
+        if p is None:
+            continue
+        try:
+            h.update(file_sha256(p).encode())
+        except OSError:
+            h.update(b"path:" + display_path(p).encode())
+    if job.error:
+        h.update(job.error.encode())
+    return h.hexdigest()[:24]
+
+
+def error_result(job: Job, key: str, error: str, seconds: float = 0.0) -> Result:
+    return Result(
+        image=job.name,
+        reference=job.ref_name,
+        key=key,
+        status="error",
+        error=error,
+        seconds=seconds,
+    )
+
+
+@dataclass
+class BatchSummary:
+    results: list[Result] = field(default_factory=list)
+    skipped: int = 0
+    seconds: float = 0.0
+
+    @property
+    def errors(self) -> int:
+        return sum(r.status == "error" for r in self.results)
+
+
+Process = Callable[[Pair], Awaitable[Result]]
+
+
+async def run_batch(
+    jobs: Iterable[Job],
+    process: Process,
+    *,
+    fingerprint: str,
+    decoder: Decoder,
+    writer: ResultsWriter | None,
+    trace: TraceWriter,
+    concurrency: int = 4,
+    on_result: Callable[[Result], None] | None = None,
+    on_skip: Callable[[Job], None] | None = None,
+) -> BatchSummary:
+    """Process every job with at most ``concurrency`` in flight; rows are written as they finish."""
+    summary = BatchSummary()
+    done = writer.done_keys if writer is not None else set()
+    queue: asyncio.Queue[Job] = asyncio.Queue()
+    for j in jobs:
+        queue.put_nowait(j)
+    t_start = time.perf_counter()
+
+    async def one(job: Job) -> None:
+        t0 = time.perf_counter()
+        key = await asyncio.to_thread(job_key, job, fingerprint)
+        if key in done:
+            summary.skipped += 1
+            if on_skip:
+                on_skip(job)
+            return
+        done.add(key)  # a path given twice is processed once
+        try:
+            image, ref = await asyncio.to_thread(decoder.decode, job)
+            result = await process(Pair(job, image, ref, key))
+        except AgentIQAError as e:
+            result = error_result(job, key, str(e), time.perf_counter() - t0)
+        except Exception as e:  # noqa: BLE001 - one bad image never ends the batch
+            result = error_result(job, key, f"internal error: {type(e).__name__}: {e}", time.perf_counter() - t0)
+        if result.status == "error":
+            trace.emit(TraceEvent(step="error", image=job.name, key=key, note=result.error))
+        result.seconds = time.perf_counter() - t0
+        if writer is not None:
+            writer.write(result)
+        summary.results.append(result)
+        if on_result:
+            on_result(result)
+
+    async def worker() -> None:
+        while True:
+            try:
+                job = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await one(job)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    summary.seconds = time.perf_counter() - t_start
+    return summary

@@ -1,0 +1,111 @@
+"""Run settings. Precedence: command-line flags > environment (AGENTIQA_*) > config file > defaults."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from agentiqa_cli.errors import ConfigError
+
+DEFAULT_QUERY = "How is the overall quality of this image?"
+CONFIG_FILE_NAME = "agentiqa.yaml"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    vlm: str = Field("rules", description="rules | http(s)://HOST:PORT/v1 | vllm:MODEL_PATH")
+    model: str | None = Field(None, description="model name served at --vlm URL")
+    api_key: SecretStr | None = None
+    vlm_fallback: Literal["none", "rules"] = "none"
+    concurrency: int = Field(4, ge=1, le=256)
+    timeout: float = Field(120.0, gt=0, description="seconds per VLM request")
+    retries: int = Field(3, ge=0, le=10)
+    image_pixels: int = Field(448 * 448, ge=64 * 64, description="pixel budget of images sent to the VLM")
+    device: str = "auto"
+    tools: list[str] | None = None
+    query: str = DEFAULT_QUERY
+    max_pixels: int = Field(100_000_000, ge=1)
+    prompts_dir: Path | None = None
+    cards_dir: Path | None = None
+    calibration: Path | None = None
+    recursive: bool = False
+
+    def redacted(self) -> dict[str, Any]:
+        """Settings for the trace header: secrets never leave the process."""
+        d = self.model_dump(mode="json")
+        d["api_key"] = "***" if self.api_key else None
+        return d
+
+    def fingerprint(self, *parts: Any) -> str:
+        """Hash of the settings that change results (plus extra parts), for resume keys."""
+        relevant = self.model_dump(
+            mode="json",
+            include={"vlm", "model", "vlm_fallback", "tools", "query", "image_pixels", "calibration"},
+        )
+        blob = json.dumps([relevant, *parts], sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+_ENV_ALIASES = {"AGENTIQA_VLM_URL": "vlm"}
+
+
+def _from_env(environ: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        key = f"AGENTIQA_{name.upper()}"
+        if key in environ and environ[key] != "":
+            out[name] = environ[key]
+    for key, name in _ENV_ALIASES.items():
+        if environ.get(key) and name not in out:
+            out[name] = environ[key]
+    if isinstance(out.get("tools"), str):
+        out["tools"] = [t for t in out["tools"].split(",") if t.strip()]
+    return out
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"config file {path}: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {path}: invalid YAML: {e}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: must be a mapping of setting: value")
+    data = {str(k).replace("-", "_"): v for k, v in data.items()}
+    if "api_key" in data:
+        raise ConfigError(f"config file {path}: put api_key in AGENTIQA_API_KEY, not in a file")
+    return data
+
+
+def load_settings(
+    flags: dict[str, Any],
+    config_path: Path | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Merge the layers; ``flags`` holds only options the user actually gave (None = not given)."""
+    env = dict(os.environ if environ is None else environ)
+    if config_path is None and env.get("AGENTIQA_CONFIG"):
+        config_path = Path(env["AGENTIQA_CONFIG"])
+    if config_path is None and Path(CONFIG_FILE_NAME).is_file():
+        config_path = Path(CONFIG_FILE_NAME)
+    merged: dict[str, Any] = {}
+    if config_path is not None:
+        merged.update(_from_file(config_path))
+    merged.update(_from_env(env))
+    merged.update({k: v for k, v in flags.items() if v is not None})
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"setting {where}: {err['msg']}") from None

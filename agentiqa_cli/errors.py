@@ -1,0 +1,37 @@
+"""Domain errors. The CLI turns each into one red line and its documented exit code."""
+
+
+class AgentIQAError(Exception):
+    """Base class; ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 2
+
+
+class ConfigError(AgentIQAError):
+    """Bad flag value, bad config file, bad YAML card or prompt, unknown tool."""
+
+
+class UnknownToolError(ConfigError):
+    pass
+
+
+class ImageError(AgentIQAError):
+    """One input could not be decoded; becomes an error row, never ends a batch."""
+
+    exit_code = 3
+
+
+class ToolUnavailableError(AgentIQAError):
+    """A tool cannot run here (weights missing and not downloadable, missing reference)."""
+
+    exit_code = 3
+
+
+class VLMError(AgentIQAError):
+    """A VLM request failed after retries, or its reply broke the contract."""
+
+    exit_code = 3
+
+
+class VLMUnreachableError(VLMError):
+    pass

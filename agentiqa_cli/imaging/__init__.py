@@ -1,0 +1,1 @@
+"""Finding, pairing, decoding and hashing input images."""

@@ -1,0 +1,131 @@
+"""Turn command-line PATHS (files, folders, globs) into image jobs, each with its reference."""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.load import display_path
+
+IMAGE_EXTENSIONS = frozenset(
+    ".jpg .jpeg .jpe .png .bmp .tif .tiff .webp .gif .ppm .pgm .pnm .tga .jp2 .j2k .jxl .heic .avif".split()
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One image to assess. ``error`` is set when the job is already known to fail."""
+
+    image: Path
+    root: Path  # the folder it was found under (for pairing by relative path)
+    reference: Path | None = None
+    error: str = ""
+
+    @property
+    def name(self) -> str:
+        return display_path(self.image)
+
+    @property
+    def ref_name(self) -> str:
+        return display_path(self.reference) if self.reference else ""
+
+
+def _is_image(p: Path) -> bool:
+    return p.suffix.lower() in IMAGE_EXTENSIONS
+
+
+def _walk(folder: Path, recursive: bool) -> list[Path]:
+    found: list[Path] = []
+    if not recursive:
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError as e:
+            raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}") from None
+        return [p for p in entries if _is_image(p) and not p.is_dir()]
+    seen: set[tuple[int, int]] = set()
+    # followlinks so linked folders count, with (device, inode) bookkeeping to break loops
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            dirnames[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        dirnames.sort()
+        found.extend(Path(dirpath) / f for f in sorted(filenames) if _is_image(Path(f)))
+    return found
+
+
+def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path]]:
+    """(image, root) pairs, in a stable order, without duplicates.
+
+    A path that names a file is taken whatever its extension (so a bad file gets its own
+    error row); folders contribute files with image extensions; anything else is tried as
+    a glob pattern. A path that matches nothing is a usage error.
+    """
+    out: list[tuple[Path, Path]] = []
+    seen: set[Path] = set()
+
+    def add(p: Path, root: Path) -> None:
+        key = Path(os.path.abspath(p))
+        if key not in seen:
+            seen.add(key)
+            out.append((p, root))
+
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for f in _walk(p, recursive):
+                add(f, p)
+        elif p.exists() or p.is_symlink():
+            add(p, p.parent)
+        else:
+            matches = sorted(glob.glob(raw, recursive=recursive))
+            if not matches:
+                raise ConfigError(f"{raw}: no such file, folder or matching pattern")
+            for m in matches:
+                mp = Path(m)
+                if mp.is_dir():
+                    for f in _walk(mp, recursive):
+                        add(f, mp)
+                else:
+                    add(mp, mp.parent)
+    return out
+
+
+def pair(found: list[tuple[Path, Path]], ref: str | None) -> list[Job]:
+    """Attach references: one file for all, or a folder matched by relative path, then by name,
+    then by stem (so ``a.png`` can pair with ``a.bmp``). No match gives the job an error."""
+    if ref is None:
+        return [Job(image=img, root=root) for img, root in found]
+    r = Path(ref)
+    if r.is_file():
+        return [Job(image=img, root=root, reference=r) for img, root in found]
+    if not r.is_dir():
+        raise ConfigError(f"--ref {ref}: no such file or folder")
+    by_name: dict[str, Path] = {}
+    by_stem: dict[str, Path] = {}
+    for f in _walk(r, recursive=True):
+        by_name.setdefault(f.name, f)
+        by_stem.setdefault(f.stem, f)
+    jobs = []
+    for img, root in found:
+        try:
+            rel = img.relative_to(root)
+        except ValueError:
+            rel = Path(img.name)
+        cand = r / rel
+        match = cand if cand.is_file() else by_name.get(img.name) or by_stem.get(img.stem)
+        if match is None:
+            jobs.append(
+                Job(image=img, root=root, error=f"no reference for {display_path(rel)} in {ref}")
+            )
+        else:
+            jobs.append(Job(image=img, root=root, reference=match))
+    return jobs

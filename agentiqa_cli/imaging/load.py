@@ -1,0 +1,142 @@
+"""Decode any image a user may have into one RGB float array, or fail with a clear reason.
+
+Every failure is an ``ImageError`` whose message becomes the ``error`` cell of that
+image's row; nothing here ends a batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from agentiqa_cli.errors import ImageError
+
+DEFAULT_MAX_PIXELS = 100_000_000  # 100 MP; larger files are refused as possible decompression bombs
+MIN_SIDE = 16  # smaller images carry too little signal for any IQA metric (SSIM's window is 11)
+
+
+def display_path(path: Path | str) -> str:
+    """A printable, UTF-8-safe form of a path (undecodable bytes become \\xNN)."""
+    raw = os.fsencode(path)
+    return raw.decode("utf-8", errors="backslashreplace")
+
+
+@dataclass(eq=False)
+class LoadedImage:
+    """One decoded image, shared by all tools that run on it."""
+
+    path: Path
+    pixels: NDArray[np.float32]  # H×W×3, RGB, [0, 1]
+    sha256: str
+    original_mode: str = ""
+    _tensors: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height)."""
+        return int(self.pixels.shape[1]), int(self.pixels.shape[0])
+
+    def tensor(self, device: str = "cpu") -> Any:
+        """1×3×H×W float tensor in [0, 1] on ``device``, made once per device."""
+        if device not in self._tensors:
+            import torch
+
+            t = torch.from_numpy(np.ascontiguousarray(self.pixels.transpose(2, 0, 1)))[None]
+            self._tensors[device] = t.to(device)
+        return self._tensors[device]
+
+    def gray(self) -> NDArray[np.float32]:
+        """Luma (ITU-R BT.601) in [0, 1]."""
+        if "gray" not in self._tensors:
+            p = self.pixels
+            self._tensors["gray"] = (0.299 * p[..., 0] + 0.587 * p[..., 1] + 0.114 * p[..., 2]).astype(
+                np.float32
+            )
+        return self._tensors["gray"]
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_image(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> LoadedImage:
+    """Decode ``path``: EXIF orientation applied, first frame of animations, any mode → RGB."""
+    shown = display_path(path)
+    try:
+        if path.is_dir():
+            raise ImageError(f"{shown}: is a directory")
+        data = path.read_bytes()
+    except ImageError:
+        raise
+    except PermissionError:
+        raise ImageError(f"{shown}: permission denied") from None
+    except OSError as e:
+        raise ImageError(f"{shown}: cannot read: {e.strerror or e}") from None
+    if not data:
+        raise ImageError(f"{shown}: empty file (0 bytes)")
+    digest = hashlib.sha256(data).hexdigest()
+
+    import io
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as im:
+                w, h = im.size
+                if w * h > max_pixels:
+                    raise ImageError(
+                        f"{shown}: {w}×{h} = {w * h:,} pixels exceeds the limit of "
+                        f"{max_pixels:,} (--max-pixels)"
+                    )
+                mode = im.mode
+                im.seek(0)  # first frame of an animation
+                im.load()
+                rgb = _to_rgb_float(ImageOps.exif_transpose(im) or im)
+    except ImageError:
+        raise
+    except UnidentifiedImageError:
+        raise ImageError(f"{shown}: not a recognised image format") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise ImageError(f"{shown}: refused as a possible decompression bomb") from None
+    except (OSError, SyntaxError, ValueError, EOFError) as e:
+        raise ImageError(f"{shown}: corrupt or truncated image ({e})") from None
+    hgt, wid = rgb.shape[:2]
+    if min(hgt, wid) < MIN_SIDE:
+        raise ImageError(f"{shown}: image is {wid}×{hgt}; at least {MIN_SIDE}×{MIN_SIDE} is needed")
+    return LoadedImage(path=path, pixels=rgb, sha256=digest, original_mode=mode)
+
+
+def _to_rgb_float(im: Image.Image) -> NDArray[np.float32]:
+    mode = im.mode
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
+        a = np.asarray(im, dtype=np.float64)
+        peak = 65535.0 if mode != "I" or a.max() > 255 else 255.0
+        g = np.clip(a / peak, 0.0, 1.0).astype(np.float32)
+        return np.repeat(g[..., None], 3, axis=2)
+    if mode == "F":
+        a = np.asarray(im, dtype=np.float32)
+        lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
+        g = (a - lo) / (hi - lo) if hi > lo else np.zeros_like(a)
+        return np.repeat(g[..., None], 3, axis=2).astype(np.float32)
+    if mode == "P":
+        im = im.convert("RGBA")
+        mode = "RGBA"
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+        # transparent areas are composited over white, as a viewer would show them
+        rgba = im.convert("RGBA")
+        bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        im = Image.alpha_composite(bg, rgba)
+    rgb = np.asarray(im.convert("RGB"), dtype=np.float32) / 255.0
+    return np.ascontiguousarray(rgb)

@@ -1,0 +1,1 @@
+"""Run outputs: the results CSV (resumable) and the JSONL trace."""

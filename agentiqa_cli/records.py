@@ -1,0 +1,147 @@
+"""Typed records shared by the core: plans, findings, tool scores, results, trace events.
+
+CSV rows and JSONL trace lines are produced from these models and nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Quality levels, worst first: the level's index + 1 is its score on the 1–5 scale.
+LEVELS: tuple[str, ...] = ("bad", "poor", "fair", "good", "excellent")
+Level = Literal["bad", "poor", "fair", "good", "excellent"]
+
+SEVERITIES: tuple[str, ...] = ("none", "slight", "moderate", "severe", "extreme")
+Severity = Literal["none", "slight", "moderate", "severe", "extreme"]
+
+# Seed 000 Appendix A.2: the executor's valid distortion categories.
+CATEGORIES: tuple[str, ...] = (
+    "Blurs",
+    "Color distortions",
+    "Compression",
+    "Noise",
+    "Brightness change",
+    "Sharpness",
+    "Contrast",
+)
+Category = Literal[
+    "Blurs",
+    "Color distortions",
+    "Compression",
+    "Noise",
+    "Brightness change",
+    "Sharpness",
+    "Contrast",
+]
+
+Mode = Literal["FR", "NR"]
+Status = Literal["ok", "error"]
+
+
+def level_of(score: float) -> str:
+    """The level whose integer score is nearest (1 bad … 5 excellent)."""
+    return LEVELS[min(4, max(0, math.floor(score + 0.5) - 1))]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PlanSwitches(Record):
+    distortion_detection: bool
+    distortion_analysis: bool
+    tool_selection: bool
+    tool_execute: bool
+
+
+class Plan(Record):
+    """The planner's output (seed 000 §3.1, Appendix A.2)."""
+
+    query_type: Literal["IQA", "Other"]
+    query_scope: list[str] | Literal["Global"]
+    distortion_source: Literal["explicit", "inferred"]
+    distortions: dict[str, list[Category]] | None = None
+    reference_mode: Literal["Full-Reference", "No-Reference"]
+    required_tools: list[str] | None = None
+    plan: PlanSwitches
+
+    @property
+    def scopes(self) -> list[str]:
+        return ["Global"] if self.query_scope == "Global" else list(self.query_scope)
+
+
+class Finding(Record):
+    """One distortion on one object (or Global), with its severity and a one-line reason."""
+
+    scope: str = "Global"
+    category: Category
+    severity: Severity = "moderate"
+    reason: str = ""
+
+
+class ToolScore(Record):
+    tool: str
+    raw: float | None = None
+    norm: float | None = None
+    seconds: float = 0.0
+    error: str | None = None
+    distortion: str | None = None  # the distortion it was selected for, if any
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.norm is not None
+
+
+class Usage(Record):
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+
+
+class Result(Record):
+    """One image's outcome; one CSV row."""
+
+    image: str
+    reference: str = ""
+    key: str = ""
+    status: Status = "ok"
+    error: str = ""
+    score: float | None = None
+    level: str = ""
+    answer: str = ""
+    distortions: list[Finding] = Field(default_factory=list)
+    tools: list[ToolScore] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+
+    def distortions_cell(self) -> str:
+        return ";".join(
+            f"{f.category.lower().replace(' ', '_')}:{f.severity}"
+            + ("" if f.scope == "Global" else f"@{f.scope}")
+            for f in self.distortions
+        )
+
+    def tools_cell(self) -> str:
+        return ";".join(f"{t.tool}={t.norm:.3f}" for t in self.tools if t.ok and t.norm is not None)
+
+
+class TraceEvent(Record):
+    """One JSONL line. ``step`` is run/plan/detect/analyze/select/tool/summarize/final/error."""
+
+    step: str
+    image: str | None = None
+    key: str | None = None
+    request: Any = None
+    reply: Any = None
+    parsed: Any = None
+    latency: float | None = None
+    tokens: Usage | None = None
+    note: str | None = None

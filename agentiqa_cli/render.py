@@ -1,0 +1,105 @@
+"""Everything the terminal shows: progress on stderr, tables and JSON on stdout (rich)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from agentiqa_cli.records import Result
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def note(message: str, quiet: bool = False) -> None:
+    if not quiet:
+        err.print(message, style="dim", highlight=False, markup=False)
+
+
+def warn(message: str) -> None:
+    err.print(f"warning: {message}", style="yellow", highlight=False, markup=False)
+
+
+def fail(message: str) -> None:
+    err.print(f"error: {message}", style="bold red", highlight=False, markup=False)
+
+
+class Reporter:
+    """Progress for a batch: a rich bar on a TTY, plain lines otherwise, nothing when quiet."""
+
+    def __init__(self, total: int, label: str, quiet: bool):
+        self.total = total
+        self.label = label
+        self.quiet = quiet
+        self.count = 0
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    @contextmanager
+    def running(self) -> Iterator[Reporter]:
+        if not self.quiet and err.is_terminal:
+            self._progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                console=err,
+                transient=True,
+            )
+            self._task = self._progress.add_task(self.label, total=self.total, rate="")
+            with self._progress:
+                yield self
+        else:
+            yield self
+
+    def advance(self, image: str, status: str, detail: str = "") -> None:
+        self.count += 1
+        if self.quiet:
+            return
+        if self._progress is not None:
+            elapsed = self._progress.tasks[0].elapsed or 0.0
+            rate = f"{self.count / elapsed:.1f} img/s" if elapsed > 0 else ""
+            self._progress.update(self._task, advance=1, rate=rate)
+        else:
+            print(f"[{self.count}/{self.total}] {status} {image} {detail}".rstrip(), file=sys.stderr, flush=True)
+
+
+def results_table(results: list[Result], title: str, max_rows: int = 50) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("image", overflow="fold")
+    table.add_column("score", justify="right")
+    table.add_column("level")
+    table.add_column("distortions / error", overflow="fold")
+    table.add_column("tools", overflow="fold")
+    ordered = sorted(results, key=lambda r: (r.status != "error", r.score if r.score is not None else 9))
+    for r in ordered[:max_rows]:
+        if r.status == "error":
+            table.add_row(r.image, "-", "[red]error[/]", f"[red]{r.error}[/]", "")
+        else:
+            score = f"{r.score:.2f}" if r.score is not None else "-"
+            table.add_row(r.image, score, r.level, r.distortions_cell() or "none", r.tools_cell())
+    if len(results) > max_rows:
+        table.caption = f"{len(results) - max_rows} more rows in the CSV (lowest scores shown first)"
+    return table
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,53 @@
+"""``agentiqa score``: tools only, no VLM. Raw and normalized score per tool, fused by the mean."""
+
+from __future__ import annotations
+
+import asyncio
+from statistics import fmean
+
+from agentiqa_cli.batch import Pair
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.records import Result, TraceEvent, level_of
+from agentiqa_cli.tools.cards import ToolCard
+from agentiqa_cli.tools.runner import ToolRunner
+
+
+class ToolScorer:
+    def __init__(self, runner: ToolRunner, cards: list[ToolCard], trace: TraceWriter):
+        self.runner = runner
+        self.cards = cards
+        self.trace = trace
+
+    async def __call__(self, pair: Pair) -> Result:
+        scores = await asyncio.to_thread(self.runner.run_many, self.cards, pair.image, pair.reference)
+        name = pair.job.name
+        for s in scores:
+            self.trace.emit(
+                TraceEvent(
+                    step="tool",
+                    image=name,
+                    key=pair.key,
+                    request={"tool": s.tool, "image": pair.image.sha256,
+                             "reference": pair.reference.sha256 if pair.reference else None},
+                    parsed=s.model_dump(exclude_none=True),
+                    latency=s.seconds,
+                    note=s.error,
+                )
+            )
+        ok = [s.norm for s in scores if s.ok and s.norm is not None]
+        failed = [s for s in scores if not s.ok]
+        result = Result(image=name, reference=pair.job.ref_name, key=pair.key, tools=scores)
+        if ok:
+            result.score = fmean(ok)
+            result.level = level_of(result.score)
+        if failed:
+            msg = "; ".join(s.error or f"{s.tool} failed" for s in failed)
+            if not ok:
+                result.status, result.error = "error", msg
+            else:
+                result.error = msg  # partial: the fused score uses the tools that ran
+        self.trace.emit(
+            TraceEvent(step="final", image=name, key=pair.key,
+                       parsed={"score": result.score, "level": result.level, "status": result.status})
+        )
+        return result

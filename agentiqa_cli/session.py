@@ -1,0 +1,96 @@
+"""Builds a run's pieces from Settings: cards, tool runner, decoder, jobs, outputs."""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from agentiqa_cli import __version__
+from agentiqa_cli.batch import Decoder
+from agentiqa_cli.config import Settings
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.discover import Job, discover, pair
+from agentiqa_cli.io.results import ResultsWriter, columns_for
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.records import TraceEvent
+from agentiqa_cli.resources import default_cards_dir
+from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
+from agentiqa_cli.tools.runner import ToolRunner
+
+
+class Session:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    @cached_property
+    def cards(self) -> CardSet:
+        cards = load_cards(self.settings.cards_dir or default_cards_dir())
+        if self.settings.calibration is not None:
+            cards = cards.with_overlay(load_overlay(self.settings.calibration))
+        return cards
+
+    @cached_property
+    def runner(self) -> ToolRunner:
+        return ToolRunner(self.cards, self.settings.device)
+
+    @cached_property
+    def decoder(self) -> Decoder:
+        return Decoder(self.settings.max_pixels)
+
+    def jobs(self, paths: list[str], ref: str | None) -> list[Job]:
+        return pair(discover(paths, self.settings.recursive), ref)
+
+    def score_cards(self, has_reference: bool) -> list[ToolCard]:
+        from agentiqa_cli.tools.defaults import DEFAULT_FR_TOOLS, DEFAULT_NR_TOOLS
+
+        names = self.settings.tools or (DEFAULT_FR_TOOLS if has_reference else DEFAULT_NR_TOOLS)
+        cards = self.cards.resolve(names)
+        if not has_reference:
+            fr = [c.name for c in cards if c.mode == "FR"]
+            if fr:
+                raise ConfigError(f"full-reference tool(s) {', '.join(fr)} need --ref")
+        return cards
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return self.settings.fingerprint(self.cards.hashes)
+
+    def header(self, command: str, extra: dict[str, Any] | None = None) -> TraceEvent:
+        return TraceEvent(
+            step="run",
+            parsed={
+                "tool": "agentiqa",
+                "version": __version__,
+                "command": command,
+                "python": platform.python_version(),
+                "config": self.settings.redacted(),
+                "tool_cards": self.cards.hashes,
+                **(extra or {}),
+            },
+        )
+
+    @contextmanager
+    def outputs(
+        self,
+        out: Path,
+        trace: Path | None,
+        resume: bool,
+        columns_tools: list[str] | None,
+        command: str,
+        header_extra: dict[str, Any] | None = None,
+    ) -> Iterator[tuple[ResultsWriter, TraceWriter]]:
+        # results.csv → trace.jsonl beside it (SPEC §1); other names get <stem>.trace.jsonl
+        default = "trace.jsonl" if out.name == "results.csv" else out.stem + ".trace.jsonl"
+        trace_path = trace or out.with_name(default)
+        writer = ResultsWriter(out, columns_for(columns_tools), resume=resume)
+        tracer = TraceWriter(trace_path, append=resume)
+        try:
+            tracer.emit(self.header(command, header_extra))
+            yield writer, tracer
+        finally:
+            writer.close()
+            tracer.close()

@@ -1,0 +1,1 @@
+"""IQA tools: YAML tool cards, logistic normalization, signal detectors, execution."""

@@ -1,0 +1,154 @@
+"""Tool cards: one YAML file per tool, validated on load; a registry with helpful errors."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agentiqa_cli.errors import ConfigError, UnknownToolError
+from agentiqa_cli.records import Category, Mode
+from agentiqa_cli.tools.logistic import normalize
+
+
+class Logistic(BaseModel):
+    """Five logistic parameters and where they came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    params: list[float] = Field(min_length=5, max_length=5)
+    source: str = Field(min_length=1, description="dataset/procedure the parameters were fitted on")
+
+
+class ToolCard(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z0-9_]+$")
+    backend: Literal["pyiqa", "builtin"]
+    metric: str = Field(description="pyiqa metric id, or the builtin detector's name")
+    mode: Mode
+    lower_better: bool
+    raw_range: tuple[float, float]
+    logistic: Logistic | None = None
+    distortions: list[Category] = Field(
+        default_factory=list, description="categories it is best at (seed 000 App. A.3)"
+    )
+    description: str = Field(min_length=10, max_length=400)
+    weights: bool = Field(description="needs downloaded weights")
+    licence: str
+    paper: str = ""
+    in_seed: bool = Field(False, description="one of the 28 tools of seed 000 App. A.3")
+    notes: str = ""
+
+    @field_validator("raw_range")
+    @classmethod
+    def _ordered(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not v[0] < v[1]:
+            raise ValueError(f"raw_range must be [low, high] with low < high, got {list(v)}")
+        return v
+
+    def normalize(self, raw: float) -> float:
+        """Raw → [1, 5], higher is better.
+
+        With fitted logistic parameters those are used; an uncalibrated card maps its raw
+        range linearly (respecting ``lower_better``), which keeps order but not scale.
+        """
+        if self.logistic is not None:
+            return normalize(raw, self.logistic.params)
+        lo, hi = self.raw_range
+        t = (min(max(raw, lo), hi) - lo) / (hi - lo)
+        if self.lower_better:
+            t = 1.0 - t
+        return 1.0 + 4.0 * t
+
+    @property
+    def calibrated(self) -> bool:
+        return self.logistic is not None
+
+
+class CardSet:
+    """All tool cards of a run, by name, with their file hashes for the trace."""
+
+    def __init__(self, cards: Iterable[ToolCard], hashes: dict[str, str] | None = None):
+        self._cards = {c.name: c for c in cards}
+        self.hashes = hashes or {}
+
+    def __iter__(self) -> Iterator[ToolCard]:
+        return iter(self._cards.values())
+
+    def __len__(self) -> int:
+        return len(self._cards)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cards
+
+    def names(self) -> list[str]:
+        return list(self._cards)
+
+    def get(self, name: str) -> ToolCard:
+        try:
+            return self._cards[name.lower()]
+        except KeyError:
+            close = difflib.get_close_matches(name.lower(), self._cards, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UnknownToolError(f"unknown tool {name!r}{hint}") from None
+
+    def resolve(self, names: Iterable[str]) -> list[ToolCard]:
+        return [self.get(n.strip()) for n in names if n.strip()]
+
+    def with_overlay(self, overlay: dict[str, Logistic]) -> CardSet:
+        """A copy with calibrated logistic parameters replacing the cards' own."""
+        unknown = [n for n in overlay if n not in self._cards]
+        if unknown:
+            raise UnknownToolError(f"calibration overlay names unknown tools: {', '.join(unknown)}")
+        cards = [c.model_copy(update={"logistic": overlay.get(c.name, c.logistic)}) for c in self]
+        return CardSet(cards, self.hashes)
+
+
+def load_card(path: Path) -> ToolCard:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: invalid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a tool card must be a mapping")
+    try:
+        card = ToolCard.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(f"{path}: {_first_error(e)}") from None
+    if card.name != path.stem:
+        raise ConfigError(f"{path}: card name {card.name!r} must match the file name")
+    return card
+
+
+def load_cards(folder: Path) -> CardSet:
+    paths = sorted(folder.glob("*.yaml"))
+    if not paths:
+        raise ConfigError(f"no tool cards (*.yaml) in {folder}")
+    hashes = {p.stem: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in paths}
+    return CardSet((load_card(p) for p in paths), hashes)
+
+
+def load_overlay(path: Path) -> dict[str, Logistic]:
+    """A calibration overlay: ``{tool: {params: [...], source: ...}}`` as written by calibrate."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        tools = data.get("tools", data) if isinstance(data, dict) else None
+        if not isinstance(tools, dict):
+            raise ConfigError(f"{path}: calibration overlay must map tool names to parameters")
+        return {str(k): Logistic.model_validate(v) for k, v in tools.items()}
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    except ValidationError as e:
+        raise ConfigError(f"{path}: {_first_error(e)}") from None
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    return f"field {where}: {err['msg']}"

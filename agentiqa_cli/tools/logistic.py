@@ -1,0 +1,58 @@
+"""Five-parameter logistic of Sheikh et al. (2006) mapping raw tool scores to [1, 5].
+
+Seed 000 Eq. 6 prints ``1 / exp(b2 (x - b3))``; the standard form (and the only one for
+which Table 5's parameters give scores on the 1–5 scale) is ``1 / (1 + exp(...))``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+
+def logistic5(x: ArrayLike, b1: float, b2: float, b3: float, b4: float, b5: float) -> NDArray:
+    x = np.asarray(x, dtype=np.float64)
+    # exp overflows for large arguments; clip it: 1/(1+e^709) is already 0 in float64
+    z = np.clip(b2 * (x - b3), -700.0, 700.0)
+    return b1 * (0.5 - 1.0 / (1.0 + np.exp(z))) + b4 * x + b5
+
+
+def normalize(raw: float, params: Sequence[float]) -> float:
+    """Raw score → quality in [1, 5], higher is better."""
+    return float(np.clip(logistic5(raw, *params), 1.0, 5.0))
+
+
+def fit_logistic(x: ArrayLike, y: ArrayLike) -> tuple[list[float], float]:
+    """Least-squares fit of the five parameters; returns (params, RMSE of the fit).
+
+    Starts from the usual VQEG initial guess and tries both slopes, keeping the better fit,
+    so decreasing raw scores (lower-is-better metrics) fit as well as increasing ones.
+    """
+    from scipy.optimize import curve_fit
+
+    xa = np.asarray(x, dtype=np.float64)
+    ya = np.asarray(y, dtype=np.float64)
+    if xa.size < 5:
+        raise ValueError(f"need at least 5 points to fit 5 parameters, got {xa.size}")
+    spread = float(np.std(xa)) or 1.0
+    best: tuple[list[float], float] | None = None
+    for sign in (1.0, -1.0):
+        p0 = [
+            float(np.ptp(ya)) or 1.0,
+            sign / spread,
+            float(np.mean(xa)),
+            0.0,
+            float(np.mean(ya)),
+        ]
+        try:
+            popt, _ = curve_fit(logistic5, xa, ya, p0=p0, maxfev=20000)
+        except RuntimeError:
+            continue
+        rmse = float(np.sqrt(np.mean((logistic5(xa, *popt) - ya) ** 2)))
+        if best is None or rmse < best[1]:
+            best = ([float(v) for v in popt], rmse)
+    if best is None:
+        raise ValueError("logistic fit did not converge")
+    return best

@@ -1,0 +1,141 @@
+"""Run tools on decoded images: each metric is created once per run and reused.
+
+pyiqa metrics are built lazily on first use; a metric that cannot be built (weights
+missing and not downloadable, say) is remembered as unavailable, so every later image
+gets a one-line error for that tool instead of a retry or a crash.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agentiqa_cli.errors import ConfigError, ToolUnavailableError
+from agentiqa_cli.imaging.load import LoadedImage
+from agentiqa_cli.records import ToolScore
+from agentiqa_cli.tools.cards import CardSet, ToolCard
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        try:
+            import torch
+
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        except ImportError:
+            return "cpu"
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise ConfigError(f"--device must be auto, cpu or cuda[:N], got {device!r}")
+    return device
+
+
+class ToolRunner:
+    def __init__(self, cards: CardSet, device: str = "auto"):
+        self.cards = cards
+        self.device = resolve_device(device)
+        self._metrics: dict[str, Any] = {}
+        self._unavailable: dict[str, str] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    # -- metric objects ---------------------------------------------------------------
+    def _lock(self, name: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(name, threading.Lock())
+
+    def metric(self, card: ToolCard) -> Any:
+        """The callable for ``card``, built on first use and cached for the run."""
+        if card.name in self._unavailable:
+            raise ToolUnavailableError(self._unavailable[card.name])
+        if card.name in self._metrics:
+            return self._metrics[card.name]
+        with self._lock(card.name):
+            if card.name not in self._metrics and card.name not in self._unavailable:
+                try:
+                    self._metrics[card.name] = self._build(card)
+                except ToolUnavailableError as e:
+                    self._unavailable[card.name] = str(e)
+                    raise
+        return self.metric(card)
+
+    def _build(self, card: ToolCard) -> Callable[..., float]:
+        if card.backend == "builtin":
+            from agentiqa_cli.tools.detectors import DETECTORS
+
+            try:
+                return DETECTORS[card.metric]
+            except KeyError:
+                raise ConfigError(f"tool card {card.name}: no builtin detector {card.metric!r}") from None
+        return build_pyiqa_metric(card, self.device)
+
+    # -- running ----------------------------------------------------------------------
+    def run(self, card: ToolCard, image: LoadedImage, ref: LoadedImage | None = None) -> ToolScore:
+        """Raw and normalized score; a failure becomes the score's ``error``, never raises."""
+        t0 = time.perf_counter()
+        try:
+            if card.mode == "FR" and ref is None:
+                raise ToolUnavailableError(f"{card.name} is full-reference and needs --ref")
+            fn = self.metric(card)
+            if card.backend == "builtin":
+                raw = float(fn(image))
+            else:
+                raw = self._run_pyiqa(card, fn, image, ref)
+            if raw != raw:  # NaN
+                raise ValueError("metric returned NaN")
+            return ToolScore(
+                tool=card.name,
+                raw=raw,
+                norm=card.normalize(raw),
+                seconds=time.perf_counter() - t0,
+            )
+        except (ToolUnavailableError, ValueError, RuntimeError) as e:
+            return ToolScore(tool=card.name, error=str(e), seconds=time.perf_counter() - t0)
+
+    def _run_pyiqa(self, card: ToolCard, metric: Any, image: LoadedImage, ref: LoadedImage | None) -> float:
+        import torch
+
+        x = image.tensor(self.device)
+        # pyiqa metrics are not re-entrant (some keep state on the module): one call at a time
+        with self._lock(card.name), torch.inference_mode():
+            if card.mode == "FR":
+                assert ref is not None
+                out = metric(x, ref.tensor(self.device))
+            else:
+                out = metric(x)
+        return float(out.detach().reshape(-1)[0].cpu())
+
+    def run_many(
+        self, cards: list[ToolCard], image: LoadedImage, ref: LoadedImage | None = None
+    ) -> list[ToolScore]:
+        return [self.run(c, image, ref) for c in cards]
+
+    def availability(self, card: ToolCard) -> tuple[bool, str]:
+        """Can ``card`` run here now? Builds the metric (which may try a download)."""
+        try:
+            self.metric(card)
+            return True, "ready"
+        except ToolUnavailableError as e:
+            return False, str(e)
+
+
+def build_pyiqa_metric(card: ToolCard, device: str) -> Any:
+    """Create the pyiqa metric and check the card agrees with pyiqa on direction."""
+    try:
+        import pyiqa
+    except ImportError as e:  # pragma: no cover - pyiqa is a hard dependency
+        raise ToolUnavailableError(f"{card.name}: pyiqa is not importable ({e})") from None
+    try:
+        metric = pyiqa.create_metric(card.metric, device=device, as_loss=False)
+    except Exception as e:
+        # pyiqa raises whatever urllib/huggingface_hub raise when weights cannot be fetched
+        reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        raise ToolUnavailableError(f"{card.name}: cannot create pyiqa metric {card.metric!r}: {reason}") from None
+    metric.eval()
+    if bool(metric.lower_better) != card.lower_better:
+        raise ConfigError(
+            f"tool card {card.name}: lower_better={card.lower_better} but pyiqa says "
+            f"{bool(metric.lower_better)}"
+        )
+    return metric

@@ -1,0 +1,1 @@
+"""VLM backends. Each implements the one call in ``base.VLM``."""

@@ -1,0 +1,361 @@
+"""OpenAI-compatible chat-completions backend, aimed at a vLLM server.
+
+Structured output: a JSON schema goes in the standard ``response_format`` (``json_schema``),
+which vLLM turns into its own ``structured_outputs.json``; a closed set of answers goes in
+vLLM's ``structured_outputs.choice``. The removed ``guided_*`` fields are never sent: current
+vLLM ignores them silently, which would leave generation unconstrained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+
+from agentiqa_cli.errors import VLMError, VLMUnreachableError
+from agentiqa_cli.records import Usage
+from agentiqa_cli.vlm.base import Message, VLMReply, VLMRequest
+from agentiqa_cli.vlm.images import ImageFormat, data_url
+
+SchemaField = Literal["response_format", "structured_outputs"]
+
+# Failures worth another attempt: the server may be starting, overloaded or restarting.
+_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
+_TRANSPORT_ERRORS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
+_TIMEOUTS = (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout)
+
+
+def normalize_base_url(url: str) -> str:
+    """``http://h:8000`` → ``http://h:8000/v1``; a pasted ``…/chat/completions`` is trimmed."""
+    url = url.strip().rstrip("/")
+    for suffix in ("/chat/completions", "/completions", "/models"):
+        if url.endswith(suffix):
+            url = url[: -len(suffix)]
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise VLMError(f"VLM URL must look like http://HOST:PORT/v1, got {url!r}")
+    if parts.path in ("", "/"):
+        url += "/v1"
+    return url
+
+
+class _Retryable(Exception):
+    """One failed attempt that may succeed if repeated."""
+
+    def __init__(self, kind: Literal["connect", "timeout", "transport", "status"], detail: str):
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.retry_after: float | None = None
+
+
+class OpenAIHTTPVLM:
+    """``VLM`` over HTTP: async, bounded concurrency, timeouts, retries with backoff."""
+
+    name = "openai-http"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        concurrency: int = 4,
+        timeout: float = 120.0,
+        connect_timeout: float = 5.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        backoff_max: float = 8.0,
+        image_pixels: int = 448 * 448,
+        image_format: ImageFormat = "PNG",
+        schema_field: SchemaField = "response_format",
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be ≥ 1")
+        self.base_url = normalize_base_url(base_url)
+        self.model = model
+        self.retries = max(0, retries)
+        self.backoff = backoff
+        self.backoff_max = backoff_max
+        self.image_pixels = image_pixels
+        self.image_format: ImageFormat = image_format
+        self.schema_field: SchemaField = schema_field
+        self.timeout = timeout
+        self._api_key = api_key or None
+        self._sem = asyncio.Semaphore(concurrency)
+        self._model_lock = asyncio.Lock()
+        self._rng = random.Random()
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            headers=headers,
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+            transport=transport,
+        )
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"OpenAIHTTPVLM({self.base_url!r}, model={self.model!r})"
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # -- public calls ----------------------------------------------------------------------
+
+    async def check(self) -> list[str]:
+        """List served models; fail clearly if ours is not among them.
+
+        With no model configured and exactly one served, that one is used.
+        """
+        data = await self._send("GET", "/models", None)
+        served = [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)]
+        if self.model is None:
+            if len(served) != 1:
+                raise VLMError(
+                    f"VLM server at {self.base_url} serves {len(served)} models "
+                    f"({', '.join(served) or 'none'}); choose one with --model"
+                )
+            self.model = served[0]
+        elif self.model not in served:
+            raise VLMError(
+                f"model {self.model!r} is not served at {self.base_url}; "
+                f"available: {', '.join(served) or 'none'}"
+            )
+        return served
+
+    async def complete(self, request: VLMRequest) -> VLMReply:
+        if self.model is None:
+            async with self._model_lock:
+                if self.model is None:
+                    await self.check()
+        body = self.build_body(request)
+        async with self._sem:
+            t0 = time.perf_counter()
+            data = await self._send("POST", "/chat/completions", body)
+            latency = time.perf_counter() - t0
+        return self._reply(request, data, latency)
+
+    # -- request and reply -----------------------------------------------------------------
+
+    def build_body(self, request: VLMRequest) -> dict[str, Any]:
+        """The JSON body for one request (public so tests and traces can inspect it)."""
+        if request.json_schema is not None and request.choices:
+            raise ValueError("a request constrains by json_schema or by choices, not both")
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [self._message(m) for m in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        if request.choices:
+            body["structured_outputs"] = {"choice": list(request.choices)}
+        elif request.json_schema is not None:
+            if self.schema_field == "structured_outputs":
+                body["structured_outputs"] = {"json": request.json_schema}
+            else:
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": _schema_name(request.role),
+                        "schema": request.json_schema,
+                        "strict": True,
+                    },
+                }
+        if request.top_logprobs > 0:
+            body["logprobs"] = True
+            body["top_logprobs"] = request.top_logprobs
+        return body
+
+    def _message(self, m: Message) -> dict[str, Any]:
+        if not m.images:
+            return {"role": m.role, "content": m.text}
+        # Images before the text: the order Qwen-VL-style chat templates were trained on.
+        content: list[dict[str, Any]] = [
+            {
+                "type": "image_url",
+                "image_url": {"url": data_url(img, self.image_pixels, self.image_format)},
+            }
+            for img in m.images
+        ]
+        content.append({"type": "text", "text": m.text})
+        return {"role": m.role, "content": content}
+
+    def _reply(self, request: VLMRequest, data: dict[str, Any], latency: float) -> VLMReply:
+        try:
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise VLMError(f"VLM server at {self.base_url} sent a malformed reply") from None
+        finish = choice.get("finish_reason")
+        constrained = request.json_schema is not None or bool(request.choices)
+        if finish == "length" and constrained:
+            raise VLMError(
+                f"VLM reply for {request.role!r} was cut at max_tokens={request.max_tokens} "
+                "(finish_reason=length): the JSON is incomplete"
+            )
+        usage = data.get("usage") or {}
+        return VLMReply(
+            text=text,
+            top_logprobs=_top_logprobs(choice.get("logprobs")) if request.top_logprobs else None,
+            usage=Usage(
+                calls=1,
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+            ),
+            latency=latency,
+            finish_reason=finish,
+            model=str(data.get("model") or self.model or ""),
+        )
+
+    # -- transport with retries ------------------------------------------------------------
+
+    async def _send(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        url = self.base_url + path
+        attempts = self.retries + 1
+        last: _Retryable | None = None
+        for attempt in range(attempts):
+            if attempt:
+                await asyncio.sleep(self._delay(attempt, last))
+            try:
+                return await self._attempt(method, url, body)
+            except _Retryable as e:
+                last = e
+        assert last is not None
+        raise self._final_error(last, attempts) from None
+
+    async def _attempt(self, method: str, url: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        try:
+            resp = await self._client.request(method, url, json=body)
+        except _CONNECT_ERRORS as e:
+            raise _Retryable("connect", _describe(e)) from None
+        except _TIMEOUTS:
+            raise _Retryable("timeout", f"no reply within {self.timeout:g} s") from None
+        except _TRANSPORT_ERRORS as e:
+            raise _Retryable("transport", _describe(e)) from None
+        if resp.status_code in _RETRY_STATUS or resp.status_code >= 500:
+            err = _Retryable("status", f"HTTP {resp.status_code}: {_error_text(resp)}")
+            err.retry_after = _retry_after(resp)
+            raise err
+        if resp.status_code >= 400:
+            raise VLMError(
+                self._redact(f"VLM server rejected the request: HTTP {resp.status_code}: "
+                             f"{_error_text(resp)}")
+            )
+        try:
+            data = resp.json()
+        except ValueError:
+            raise VLMError(f"VLM server at {self.base_url} sent a non-JSON reply") from None
+        if not isinstance(data, dict):
+            raise VLMError(f"VLM server at {self.base_url} sent a malformed reply")
+        return data
+
+    def _delay(self, attempt: int, last: _Retryable | None) -> float:
+        """Exponential backoff with jitter, so concurrent clients don't retry in lockstep."""
+        base = min(self.backoff_max, self.backoff * 2 ** (attempt - 1))
+        delay = base * self._rng.uniform(0.5, 1.0)
+        if last is not None and last.retry_after is not None:
+            delay = max(delay, min(self.backoff_max, last.retry_after))
+        return delay
+
+    def _final_error(self, last: _Retryable, attempts: int) -> VLMError:
+        tries = f"{attempts} attempt{'s' if attempts > 1 else ''}"
+        if last.kind == "connect":
+            return VLMUnreachableError(
+                self._redact(f"cannot reach VLM server at {self.base_url}: {last.detail} ({tries})")
+            )
+        if last.kind == "timeout":
+            return VLMError(f"VLM server at {self.base_url}: {last.detail} ({tries})")
+        return VLMError(self._redact(f"VLM server at {self.base_url}: {last.detail} ({tries})"))
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+
+def _schema_name(role: str) -> str:
+    # OpenAI restricts the name to [a-zA-Z0-9_-]{1,64}.
+    cleaned = "".join(c if c.isalnum() or c in "_-" else "_" for c in role)[:64]
+    return cleaned or "reply"
+
+
+def _top_logprobs(logprobs: Any) -> list[dict[str, float]] | None:
+    """OpenAI ``logprobs.content`` → one {token: logprob} per generated position.
+
+    The sampled token is included even when it is not among the top ones (it can be under
+    sampling, or when the server reports logprobs before a grammar mask).
+    """
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        return None
+    out: list[dict[str, float]] = []
+    for pos in logprobs["content"]:
+        if not isinstance(pos, dict):
+            return None
+        d: dict[str, float] = {}
+        for alt in pos.get("top_logprobs") or []:
+            if isinstance(alt, dict) and "token" in alt and alt.get("logprob") is not None:
+                d.setdefault(str(alt["token"]), float(alt["logprob"]))
+        if "token" in pos and pos.get("logprob") is not None:
+            d.setdefault(str(pos["token"]), float(pos["logprob"]))
+        out.append(d)
+    return out or None
+
+
+def _describe(e: Exception) -> str:
+    text = str(e).strip()
+    return text if text else type(e).__name__
+
+
+def _error_text(resp: httpx.Response, limit: int = 300) -> str:
+    """The server's own error message (OpenAI or vLLM shape), else the start of the body."""
+    try:
+        data = resp.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error")
+        msg = err.get("message") if isinstance(err, dict) else data.get("message") or err
+        if msg:
+            return str(msg)[:limit]
+    return (resp.text or resp.reason_phrase or "").strip()[:limit]
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    value = resp.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: rare from model servers; plain backoff is fine
+
+
+def parse_json_reply(reply: VLMReply, schema: dict[str, Any] | None = None) -> Any:
+    """The reply's JSON value, checked against ``schema`` when ``jsonschema`` is installed."""
+    try:
+        value = json.loads(reply.text)
+    except json.JSONDecodeError as e:
+        raise VLMError(f"VLM reply is not valid JSON ({e.msg} at char {e.pos})") from None
+    if schema is not None:
+        try:
+            import jsonschema
+        except ImportError:
+            return value
+        error = jsonschema.exceptions.best_match(
+            jsonschema.validators.validator_for(schema)(schema).iter_errors(value)
+        )
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            raise VLMError(f"VLM reply does not match its schema at {where}: {error.message}")
+    return value
+
+
+def check_choice(reply: VLMReply, choices: list[str]) -> str:
+    """The reply's answer, which must be exactly one of ``choices``."""
+    answer = reply.text.strip()
+    if answer not in choices:
+        shown = answer if len(answer) <= 40 else answer[:37] + "..."
+        raise VLMError(f"VLM answered {shown!r}, not one of {', '.join(choices)}")
+    return answer
