@@ -151,8 +151,10 @@ async def run_batch(
             result = await process(Pair(job, image, ref, key))
         except AgentIQAError as e:
             result = error_result(job, key, str(e), time.perf_counter() - t0)
-        except Exception as e:  # noqa: BLE001 - one bad image never ends the batch
-            result = error_result(job, key, f"internal error: {type(e).__name__}: {e}", time.perf_counter() - t0)
+        except Exception as e:
+            result = error_result(
+                job, key, f"internal error: {type(e).__name__}: {e}", time.perf_counter() - t0
+            )
         if result.status == "error":
             trace.emit(TraceEvent(step="error", image=job.name, key=key, note=result.error))
         result.seconds = time.perf_counter() - t0

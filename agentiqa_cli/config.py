@@ -27,9 +27,15 @@ class Settings(BaseModel):
     concurrency: int = Field(4, ge=1, le=256)
     timeout: float = Field(120.0, gt=0, description="seconds per VLM request")
     retries: int = Field(3, ge=0, le=10)
-    image_pixels: int = Field(448 * 448, ge=64 * 64, description="pixel budget of images sent to the VLM")
+    image_pixels: int = Field(
+        448 * 448, ge=64 * 64, description="pixel budget of images sent to the VLM"
+    )
     device: str = "auto"
     tools: list[str] | None = None
+    learned_tools: bool = Field(
+        False,
+        description="let the agent select tools that need downloaded weights (cached or online)",
+    )
     query: str = DEFAULT_QUERY
     max_pixels: int = Field(100_000_000, ge=1)
     prompts_dir: Path | None = None
@@ -43,12 +49,12 @@ class Settings(BaseModel):
         d["api_key"] = "***" if self.api_key else None
         return d
 
-    def fingerprint(self, *parts: Any) -> str:
+    def fingerprint(self, *parts: Any, include_agent: bool = True) -> str:
         """Hash of the settings that change results (plus extra parts), for resume keys."""
-        relevant = self.model_dump(
-            mode="json",
-            include={"vlm", "model", "vlm_fallback", "tools", "query", "image_pixels", "calibration"},
-        )
+        fields = {"tools", "calibration"}
+        if include_agent:
+            fields |= {"vlm", "model", "vlm_fallback", "query", "image_pixels", "learned_tools"}
+        relevant = self.model_dump(mode="json", include=fields)
         blob = json.dumps([relevant, *parts], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -28,7 +28,9 @@ class GateReport:
     @property
     def gate_failed(self) -> bool:
         mean_low = (
-            self.fail_mean_under is not None and self.mean is not None and self.mean < self.fail_mean_under
+            self.fail_mean_under is not None
+            and self.mean is not None
+            and self.mean < self.fail_mean_under
         )
         return bool(self.below) or mean_low
 
@@ -39,10 +41,16 @@ class GateReport:
         return EXIT_GATE if self.gate_failed else EXIT_OK
 
 
-def evaluate_gate(results: list[Result], fail_under: float | None, fail_mean_under: float | None) -> GateReport:
+def evaluate_gate(
+    results: list[Result], fail_under: float | None, fail_mean_under: float | None
+) -> GateReport:
     scored = [r for r in results if r.status == "ok" and r.score is not None]
     mean = fmean(r.score for r in scored if r.score is not None) if scored else None
-    below = [r.image for r in scored if fail_under is not None and r.score is not None and r.score < fail_under]
+    below = [
+        r.image
+        for r in scored
+        if fail_under is not None and r.score is not None and r.score < fail_under
+    ]
     return GateReport(
         processed=len(results),
         errors=sum(r.status == "error" for r in results),

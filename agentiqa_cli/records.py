@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 LEVELS: tuple[str, ...] = ("bad", "poor", "fair", "good", "excellent")
 Level = Literal["bad", "poor", "fair", "good", "excellent"]
 
+_LEVEL_LIST: tuple[Level, ...] = ("bad", "poor", "fair", "good", "excellent")
+
 SEVERITIES: tuple[str, ...] = ("none", "slight", "moderate", "severe", "extreme")
 Severity = Literal["none", "slight", "moderate", "severe", "extreme"]
 
@@ -41,9 +43,9 @@ Mode = Literal["FR", "NR"]
 Status = Literal["ok", "error"]
 
 
-def level_of(score: float) -> str:
+def level_of(score: float) -> Level:
     """The level whose integer score is nearest (1 bad … 5 excellent)."""
-    return LEVELS[min(4, max(0, math.floor(score + 0.5) - 1))]
+    return _LEVEL_LIST[min(4, max(0, math.floor(score + 0.5) - 1))]
 
 
 class Record(BaseModel):

@@ -78,7 +78,11 @@ class Reporter:
             rate = f"{self.count / elapsed:.1f} img/s" if elapsed > 0 else ""
             self._progress.update(self._task, advance=1, rate=rate)
         else:
-            print(f"[{self.count}/{self.total}] {status} {image} {detail}".rstrip(), file=sys.stderr, flush=True)
+            print(
+                f"[{self.count}/{self.total}] {status} {image} {detail}".rstrip(),
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def results_table(results: list[Result], title: str, max_rows: int = 50) -> Table:
@@ -88,7 +92,9 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
     table.add_column("level")
     table.add_column("distortions / error", overflow="fold")
     table.add_column("tools", overflow="fold")
-    ordered = sorted(results, key=lambda r: (r.status != "error", r.score if r.score is not None else 9))
+    ordered = sorted(
+        results, key=lambda r: (r.status != "error", r.score if r.score is not None else 9)
+    )
     for r in ordered[:max_rows]:
         if r.status == "error":
             table.add_row(r.image, "-", "[red]error[/]", f"[red]{r.error}[/]", "")
@@ -96,7 +102,9 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
             score = f"{r.score:.2f}" if r.score is not None else "-"
             table.add_row(r.image, score, r.level, r.distortions_cell() or "none", r.tools_cell())
     if len(results) > max_rows:
-        table.caption = f"{len(results) - max_rows} more rows in the CSV (lowest scores shown first)"
+        table.caption = (
+            f"{len(results) - max_rows} more rows in the CSV (lowest scores shown first)"
+        )
     return table
 
 

@@ -19,7 +19,9 @@ class ToolScorer:
         self.trace = trace
 
     async def __call__(self, pair: Pair) -> Result:
-        scores = await asyncio.to_thread(self.runner.run_many, self.cards, pair.image, pair.reference)
+        scores = await asyncio.to_thread(
+            self.runner.run_many, self.cards, pair.image, pair.reference
+        )
         name = pair.job.name
         for s in scores:
             self.trace.emit(
@@ -27,8 +29,11 @@ class ToolScorer:
                     step="tool",
                     image=name,
                     key=pair.key,
-                    request={"tool": s.tool, "image": pair.image.sha256,
-                             "reference": pair.reference.sha256 if pair.reference else None},
+                    request={
+                        "tool": s.tool,
+                        "image": pair.image.sha256,
+                        "reference": pair.reference.sha256 if pair.reference else None,
+                    },
                     parsed=s.model_dump(exclude_none=True),
                     latency=s.seconds,
                     note=s.error,
@@ -47,7 +52,11 @@ class ToolScorer:
             else:
                 result.error = msg  # partial: the fused score uses the tools that ran
         self.trace.emit(
-            TraceEvent(step="final", image=name, key=pair.key,
-                       parsed={"score": result.score, "level": result.level, "status": result.status})
+            TraceEvent(
+                step="final",
+                image=name,
+                key=pair.key,
+                parsed={"score": result.score, "level": result.level, "status": result.status},
+            )
         )
         return result

@@ -56,8 +56,47 @@ class Session:
         return cards
 
     @cached_property
-    def fingerprint(self) -> str:
-        return self.settings.fingerprint(self.cards.hashes)
+    def prompts(self) -> dict[str, Any]:
+        from agentiqa_cli.agent.prompts import load_prompts
+        from agentiqa_cli.resources import default_prompts_dir
+
+        return load_prompts(self.settings.prompts_dir or default_prompts_dir())
+
+    @cached_property
+    def vlm(self) -> Any:
+        return build_vlm(self.settings, self.cards)
+
+    def asker(self, trace: TraceWriter, query: str) -> Any:
+        from agentiqa_cli.agent.roles import Asker
+
+        fallback = None
+        if self.settings.vlm_fallback == "rules" and self.settings.vlm != "rules":
+            from agentiqa_cli.agent.rules import RulesVLM
+
+            fallback = RulesVLM(self.cards)
+        return Asker(self.vlm, self.prompts, trace, query=query, fallback=fallback)
+
+    def agent(self, trace: TraceWriter) -> Any:
+        from agentiqa_cli.agent.pipeline import Agent, AgentOptions
+        from agentiqa_cli.tools.defaults import DEFAULT_FR_TOOLS, DEFAULT_NR_TOOLS
+
+        options = AgentOptions(
+            query=self.settings.query,
+            learned_tools=self.settings.learned_tools,
+            default_nr=self.settings.tools or DEFAULT_NR_TOOLS,
+            default_fr=self.settings.tools or DEFAULT_FR_TOOLS,
+        )
+        return Agent(self.asker(trace, self.settings.query), self.cards, self.runner, options)
+
+    def prompt_versions(self) -> dict[str, str]:
+        return {name: p.fingerprint for name, p in self.prompts.items()}
+
+    def fingerprint(self, command: str) -> str:
+        """Resume keys: ``score`` depends on tools and cards; ``assess`` also on the VLM,
+        the query and the prompts."""
+        if command == "score":
+            return self.settings.fingerprint(command, self.cards.hashes, include_agent=False)
+        return self.settings.fingerprint(command, self.cards.hashes, self.prompt_versions())
 
     def header(self, command: str, extra: dict[str, Any] | None = None) -> TraceEvent:
         return TraceEvent(
@@ -94,3 +133,31 @@ class Session:
         finally:
             writer.close()
             tracer.close()
+
+
+def build_vlm(settings: Settings, cards: CardSet) -> Any:
+    """The VLM backend named by ``--vlm``: rules, an OpenAI-compatible URL, or vllm:MODEL."""
+    spec = settings.vlm.strip()
+    if spec == "rules":
+        from agentiqa_cli.agent.rules import RulesVLM
+
+        return RulesVLM(cards)
+    if spec.startswith(("http://", "https://")):
+        from agentiqa_cli.vlm.http import OpenAIHTTPVLM
+
+        if not settings.model:
+            raise ConfigError("--model is required with an HTTP VLM (the name the server serves)")
+        return OpenAIHTTPVLM(
+            base_url=spec,
+            model=settings.model,
+            api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+            concurrency=settings.concurrency,
+            timeout=settings.timeout,
+            retries=settings.retries,
+            image_pixels=settings.image_pixels,
+        )
+    if spec.startswith("vllm:"):
+        from agentiqa_cli.vlm.inprocess import InProcessVLM
+
+        return InProcessVLM(model=spec[len("vllm:") :], image_pixels=settings.image_pixels)
+    raise ConfigError(f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {spec!r}")

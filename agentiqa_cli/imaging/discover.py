@@ -11,7 +11,26 @@ from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imaging.load import display_path
 
 IMAGE_EXTENSIONS = frozenset(
-    ".jpg .jpeg .jpe .png .bmp .tif .tiff .webp .gif .ppm .pgm .pnm .tga .jp2 .j2k .jxl .heic .avif".split()
+    [
+        ".jpg",
+        ".jpeg",
+        ".jpe",
+        ".png",
+        ".bmp",
+        ".tif",
+        ".tiff",
+        ".webp",
+        ".gif",
+        ".ppm",
+        ".pgm",
+        ".pnm",
+        ".tga",
+        ".jp2",
+        ".j2k",
+        ".jxl",
+        ".heic",
+        ".avif",
+    ]
 )
 
 

@@ -57,9 +57,9 @@ class LoadedImage:
         """Luma (ITU-R BT.601) in [0, 1]."""
         if "gray" not in self._tensors:
             p = self.pixels
-            self._tensors["gray"] = (0.299 * p[..., 0] + 0.587 * p[..., 1] + 0.114 * p[..., 2]).astype(
-                np.float32
-            )
+            self._tensors["gray"] = (
+                0.299 * p[..., 0] + 0.587 * p[..., 1] + 0.114 * p[..., 2]
+            ).astype(np.float32)
         return self._tensors["gray"]
 
 
@@ -126,10 +126,10 @@ def _to_rgb_float(im: Image.Image) -> NDArray[np.float32]:
         g = np.clip(a / peak, 0.0, 1.0).astype(np.float32)
         return np.repeat(g[..., None], 3, axis=2)
     if mode == "F":
-        a = np.asarray(im, dtype=np.float32)
-        lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
-        g = (a - lo) / (hi - lo) if hi > lo else np.zeros_like(a)
-        return np.repeat(g[..., None], 3, axis=2).astype(np.float32)
+        f = np.asarray(im, dtype=np.float64)
+        lo, hi = float(np.nanmin(f)), float(np.nanmax(f))
+        gf = (f - lo) / (hi - lo) if hi > lo else np.zeros_like(f)
+        return np.repeat(gf[..., None], 3, axis=2).astype(np.float32)
     if mode == "P":
         im = im.convert("RGBA")
         mode = "RGBA"

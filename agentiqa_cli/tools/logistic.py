@@ -37,18 +37,17 @@ def fit_logistic(x: ArrayLike, y: ArrayLike) -> tuple[list[float], float]:
     if xa.size < 5:
         raise ValueError(f"need at least 5 points to fit 5 parameters, got {xa.size}")
     spread = float(np.std(xa)) or 1.0
+    xr = float(np.ptp(xa)) or 1.0
+    yr = float(np.ptp(ya)) or 1.0
+    # bounds keep nearly linear data from drifting to huge cancelling parameters
+    lower = [-50 * yr, -100 / spread, float(xa.min()) - xr, -10 * yr / xr, float(ya.min()) - 50 * yr]
+    upper = [50 * yr, 100 / spread, float(xa.max()) + xr, 10 * yr / xr, float(ya.max()) + 50 * yr]
     best: tuple[list[float], float] | None = None
     for sign in (1.0, -1.0):
-        p0 = [
-            float(np.ptp(ya)) or 1.0,
-            sign / spread,
-            float(np.mean(xa)),
-            0.0,
-            float(np.mean(ya)),
-        ]
+        p0 = [yr, sign / spread, float(np.mean(xa)), 0.0, float(np.mean(ya))]
         try:
-            popt, _ = curve_fit(logistic5, xa, ya, p0=p0, maxfev=20000)
-        except RuntimeError:
+            popt, _ = curve_fit(logistic5, xa, ya, p0=p0, bounds=(lower, upper), maxfev=5000)
+        except (RuntimeError, ValueError):
             continue
         rmse = float(np.sqrt(np.mean((logistic5(xa, *popt) - ya) ** 2)))
         if best is None or rmse < best[1]:

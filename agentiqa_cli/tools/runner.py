@@ -67,7 +67,9 @@ class ToolRunner:
             try:
                 return DETECTORS[card.metric]
             except KeyError:
-                raise ConfigError(f"tool card {card.name}: no builtin detector {card.metric!r}") from None
+                raise ConfigError(
+                    f"tool card {card.name}: no builtin detector {card.metric!r}"
+                ) from None
         return build_pyiqa_metric(card, self.device)
 
     # -- running ----------------------------------------------------------------------
@@ -93,7 +95,9 @@ class ToolRunner:
         except (ToolUnavailableError, ValueError, RuntimeError) as e:
             return ToolScore(tool=card.name, error=str(e), seconds=time.perf_counter() - t0)
 
-    def _run_pyiqa(self, card: ToolCard, metric: Any, image: LoadedImage, ref: LoadedImage | None) -> float:
+    def _run_pyiqa(
+        self, card: ToolCard, metric: Any, image: LoadedImage, ref: LoadedImage | None
+    ) -> float:
         import torch
 
         x = image.tensor(self.device)
@@ -131,7 +135,9 @@ def build_pyiqa_metric(card: ToolCard, device: str) -> Any:
     except Exception as e:
         # pyiqa raises whatever urllib/huggingface_hub raise when weights cannot be fetched
         reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        raise ToolUnavailableError(f"{card.name}: cannot create pyiqa metric {card.metric!r}: {reason}") from None
+        raise ToolUnavailableError(
+            f"{card.name}: cannot create pyiqa metric {card.metric!r}: {reason}"
+        ) from None
     metric.eval()
     if bool(metric.lower_better) != card.lower_better:
         raise ConfigError(

@@ -50,7 +50,8 @@ class VLMReply(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str
-    # one {token: logprob} per generated position, when requested
+    # the generated tokens, and one {token: logprob} per generated position, when requested
+    tokens: list[str] | None = None
     top_logprobs: list[dict[str, float]] | None = None
     usage: Usage = Field(default_factory=Usage)
     latency: float = 0.0

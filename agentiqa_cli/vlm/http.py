@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import time
 from typing import Any, Literal
@@ -29,6 +30,7 @@ _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
 _TRANSPORT_ERRORS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 _TIMEOUTS = (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout)
+_MASKED = -9999.0  # vLLM's logprob for a token that structured output forbids
 
 
 def normalize_base_url(url: str) -> str:
@@ -150,7 +152,8 @@ class OpenAIHTTPVLM:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [self._message(m) for m in request.messages],
-            "max_tokens": request.max_tokens,
+            # vLLM deprecates max_tokens for chat in favour of the OpenAI name.
+            "max_completion_tokens": request.max_tokens,
             "temperature": request.temperature,
         }
         if request.choices:
@@ -244,8 +247,9 @@ class OpenAIHTTPVLM:
             raise err
         if resp.status_code >= 400:
             raise VLMError(
-                self._redact(f"VLM server rejected the request: HTTP {resp.status_code}: "
-                             f"{_error_text(resp)}")
+                self._redact(
+                    f"VLM server rejected the request: HTTP {resp.status_code}: {_error_text(resp)}"
+                )
             )
         try:
             data = resp.json()
@@ -286,8 +290,8 @@ def _schema_name(role: str) -> str:
 def _top_logprobs(logprobs: Any) -> list[dict[str, float]] | None:
     """OpenAI ``logprobs.content`` → one {token: logprob} per generated position.
 
-    The sampled token is included even when it is not among the top ones (it can be under
-    sampling, or when the server reports logprobs before a grammar mask).
+    The sampled token is always included. Alternatives vLLM reports as -9999 (tokens the
+    grammar masked out at that position) are dropped: they are not real probabilities.
     """
     if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
         return None
@@ -298,7 +302,9 @@ def _top_logprobs(logprobs: Any) -> list[dict[str, float]] | None:
         d: dict[str, float] = {}
         for alt in pos.get("top_logprobs") or []:
             if isinstance(alt, dict) and "token" in alt and alt.get("logprob") is not None:
-                d.setdefault(str(alt["token"]), float(alt["logprob"]))
+                lp = float(alt["logprob"])
+                if math.isfinite(lp) and lp > _MASKED:
+                    d.setdefault(str(alt["token"]), lp)
         if "token" in pos and pos.get("logprob") is not None:
             d.setdefault(str(pos["token"]), float(pos["logprob"]))
         out.append(d)

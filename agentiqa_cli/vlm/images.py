@@ -26,8 +26,7 @@ def part_to_pil(part: ImagePart) -> Image.Image:
         return Image.fromarray(u8, mode="RGB")
     try:
         with Image.open(part.path) as im:
-            im = ImageOps.exif_transpose(im)
-            return im.convert("RGB")
+            return (ImageOps.exif_transpose(im) or im).convert("RGB")
     except OSError as e:
         raise ImageError(f"{part.path}: cannot read image for the VLM: {e}") from None
 

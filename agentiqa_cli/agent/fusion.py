@@ -1,0 +1,98 @@
+"""Score fusion (seed 000 §3.3, Eqs. 4–5) and reading level probabilities off a reply.
+
+The paper's final score ``q = Σ_c α_c p_c c`` is not on the 1–5 scale (α and p both sum
+to one, so their product sums to less); we normalise by ``Σ_c α_c p_c``, which keeps the
+paper's weighting and yields a proper expectation over levels. No tool scores → the VLM's
+expectation ``Σ p_c c``; no log-probabilities → uniform ``p``. Never a random score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from agentiqa_cli.records import LEVELS
+from agentiqa_cli.vlm.base import VLMReply
+
+# probability given to a level missing from the top log-probabilities: below anything listed
+LEVEL_FLOOR = 1e-6
+
+
+def gaussian_weights(qbar: float, eta: float = 1.0) -> list[float]:
+    """α_c ∝ exp(-η (q̄ - c)²) over c = 1..5 (Eq. 4)."""
+    w = [math.exp(-eta * (qbar - c) ** 2) for c in range(1, 6)]
+    s = sum(w)
+    return [x / s for x in w]
+
+
+def fuse(tool_scores: Sequence[float], p: Sequence[float] | None, eta: float = 1.0) -> float:
+    """Final 1–5 score from normalized tool scores and the five level probabilities
+    (ordered bad … excellent)."""
+    probs = list(p) if p is not None else [0.2] * 5
+    if len(probs) != 5:
+        raise ValueError("need five level probabilities")
+    if not tool_scores:
+        return _clip(sum(pc * c for pc, c in zip(probs, range(1, 6), strict=True)))
+    qbar = sum(tool_scores) / len(tool_scores)
+    alpha = gaussian_weights(qbar, eta)
+    num = sum(a * pc * c for a, pc, c in zip(alpha, probs, range(1, 6), strict=True))
+    den = sum(a * pc for a, pc in zip(alpha, probs, strict=True))
+    if den <= 0.0:  # p puts no mass where the tools are: fall back to the tools alone
+        return _clip(sum(a * c for a, c in zip(alpha, range(1, 6), strict=True)))
+    return _clip(num / den)
+
+
+def _clip(q: float) -> float:
+    return min(5.0, max(1.0, q))  # rounding can step a hair outside the scale
+
+
+def softmax_levels(logprobs: dict[str, float]) -> list[float]:
+    """p_c from log-probabilities keyed by level name (Eq. 5), floor for missing levels."""
+    raw = [math.exp(logprobs[lv]) if lv in logprobs else LEVEL_FLOOR for lv in LEVELS]
+    s = sum(raw)
+    return [x / s for x in raw]
+
+
+def _level_for_token(token: str) -> str | None:
+    """The single level a generated token can begin (``"exc"`` → excellent), if unambiguous."""
+    t = token.strip().lstrip(":{").strip().strip('"').strip().lower()
+    if not t:
+        return None
+    hits = [lv for lv in LEVELS if lv.startswith(t) or t.startswith(lv)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def level_logprobs(reply: VLMReply, prefix: str = "") -> dict[str, float] | None:
+    """Log-probabilities of the five levels at the position where the level is generated.
+
+    ``prefix`` is the text generated before the level (``'{"level":"'`` for the summarizer's
+    JSON, empty for a bare choice). Tokens at that position that begin exactly one level
+    add their probability to it. None when the reply carries no log-probabilities.
+    """
+    if not reply.top_logprobs:
+        return None
+    pos = 0
+    if prefix:
+        if reply.tokens is None:
+            return None
+        # the level starts at the first token that carries text beyond the prefix (a token
+        # may straddle the boundary, e.g. '"ex'; quotes are stripped when matching below)
+        want = prefix.replace(" ", "")
+        text = ""
+        for i, tok in enumerate(reply.tokens):
+            text += tok.replace(" ", "")
+            if len(text) > len(want) and text.startswith(want):
+                pos = i
+                break
+        else:
+            return None
+    if pos >= len(reply.top_logprobs):
+        return None
+    mass: dict[str, float] = {}
+    for tok, lp in reply.top_logprobs[pos].items():
+        lv = _level_for_token(tok)
+        if lv is not None:
+            mass[lv] = mass.get(lv, 0.0) + math.exp(lp)
+    if not mass:
+        return None
+    return {lv: math.log(m) for lv, m in mass.items()}

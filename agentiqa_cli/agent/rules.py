@@ -1,0 +1,168 @@
+"""The ``rules`` backend: a deterministic agent behind the same VLM protocol.
+
+A model reads a request's rendered messages; this backend reads the structured context
+they were rendered from: the query for planning, the signal detectors' readings for
+detection and severity, the tool cards for selection, and the evidence for a templated
+explanation. It has no level log-probabilities, so fusion uses a uniform ``p``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from statistics import fmean
+from typing import Any
+
+from agentiqa_cli.agent.planner_rules import plan_query
+from agentiqa_cli.agent.replies import (
+    AnalysisItem,
+    AnalyzeReply,
+    DetectReply,
+    ScoreReply,
+    SelectReply,
+)
+from agentiqa_cli.records import Category, Finding, Level, ToolScore, level_of
+from agentiqa_cli.tools.cards import CardSet, ToolCard
+from agentiqa_cli.vlm.base import VLMReply, VLMRequest
+
+_SEVERITY_RANK = {"none": 0, "slight": 1, "moderate": 2, "severe": 3, "extreme": 4}
+
+
+def rank_tools(cards: list[ToolCard], category: str, full_reference: bool) -> list[ToolCard]:
+    """Candidates for one distortion, best first: the mode that fits the reference mode, a
+    detector built for exactly this category, then tools the paper found strong for it,
+    then weight-free tools. Ties break by name, so the order is deterministic."""
+
+    def key(c: ToolCard) -> tuple[int, int, int, int, str]:
+        mode_fit = 0 if (c.mode == "FR") == full_reference else 1
+        exact_builtin = 0 if (c.backend == "builtin" and category in c.distortions) else 1
+        strong = 0 if category in c.distortions else 1
+        return (mode_fit, strong, exact_builtin, int(c.weights), c.name)
+
+    usable = [c for c in cards if full_reference or c.mode == "NR"]
+    return sorted(usable, key=key)
+
+
+class RulesVLM:
+    """Implements ``VLM.complete`` without a model."""
+
+    name = "rules"
+
+    def __init__(self, cards: CardSet):
+        self.cards = cards
+
+    async def aclose(self) -> None:
+        return None
+
+    async def complete(self, request: VLMRequest) -> VLMReply:
+        t0 = time.perf_counter()
+        handler = getattr(self, f"_{request.role}", None)
+        if handler is None:
+            raise ValueError(f"rules backend has no handler for role {request.role!r}")
+        parsed = handler(request.context)
+        text = parsed if isinstance(parsed, str) else json.dumps(parsed.model_dump(mode="json"))
+        return VLMReply(
+            text=text, latency=time.perf_counter() - t0, model="rules", finish_reason="stop"
+        )
+
+    # -- roles ------------------------------------------------------------------------------
+    def _planner(self, ctx: dict[str, Any]) -> Any:
+        return plan_query(ctx["query"], ctx["has_reference"], ctx["tool_names"])
+
+    def _findings(self, ctx: dict[str, Any]) -> list[Finding]:
+        from agentiqa_cli.tools.detectors import findings
+
+        readings = {s.tool: s.raw for s in ctx["evidence_scores"] if s.raw is not None}
+        return findings(readings)
+
+    def _examine(self, ctx: dict[str, Any]) -> AnalyzeReply:
+        found = [f for f in self._findings(ctx) if f.severity != "none"]
+        return _analysis(found, ctx["scopes"])
+
+    def _analyze(self, ctx: dict[str, Any]) -> AnalyzeReply:
+        # explicit distortions: report each asked-for category, "none" when not measured
+        found = {f.category: f for f in self._findings(ctx)}
+        wanted: dict[str, list[Category]] = ctx["distortions"]
+        out: dict[str, list[AnalysisItem]] = {}
+        for scope, cats in wanted.items():
+            items = []
+            for cat in cats:
+                f = found.get(cat)
+                if f is None:
+                    items.append(
+                        AnalysisItem(
+                            type=cat,
+                            severity="none",
+                            explanation="not detected by the signal detectors",
+                        )
+                    )
+                else:
+                    items.append(
+                        AnalysisItem(
+                            type=f.category, severity=f.severity, explanation=f.reason[:200]
+                        )
+                    )
+            out[scope] = items
+        return AnalyzeReply(distortion_analysis=out)
+
+    def _detect(self, ctx: dict[str, Any]) -> DetectReply:
+        found = [f for f in self._findings(ctx) if f.severity != "none"]
+        cats = list(dict.fromkeys(f.category for f in found))
+        return DetectReply(distortion_set={scope: cats for scope in ctx["scopes"]})
+
+    def _select(self, ctx: dict[str, Any]) -> SelectReply:
+        full_ref = ctx["reference_mode"] == "Full-Reference"
+        candidates = [self.cards.get(n) for n in ctx["candidates"]]
+        chosen: dict[str, dict[Category, str]] = {}
+        for scope, cats in ctx["distortions"].items():
+            chosen[scope] = {}
+            for cat in cats:
+                ranked = rank_tools(candidates, cat, full_ref)
+                if ranked:
+                    chosen[scope][cat] = ranked[0].name
+        return SelectReply(selected_tools=chosen)
+
+    def _summarize(self, ctx: dict[str, Any]) -> ScoreReply:
+        scores: list[ToolScore] = [s for s in ctx["tool_scores"] if s.ok]
+        findings: list[Finding] = ctx["findings"]
+        iqa = ctx["plan"].query_type == "IQA"
+        if not iqa:
+            return ScoreReply(
+                level="fair",
+                answer="The rules backend measures technical quality only; it cannot judge this.",
+                reasoning="Aesthetic or semantic questions need a vision-language model (--vlm).",
+                sufficient=True,
+            )
+        if not scores:
+            # nothing measured yet: ask the planner for a plan that runs tools
+            return ScoreReply(
+                level="fair", answer="", reasoning="no tool scores yet", sufficient=False
+            )
+        qbar = fmean(s.norm for s in scores if s.norm is not None)
+        level = level_of(qbar)
+        visible = sorted(
+            (f for f in findings if f.severity != "none"),
+            key=lambda f: -_SEVERITY_RANK[f.severity],
+        )
+        if visible:
+            worst = visible[0]
+            listed = ", ".join(f"{f.severity} {f.category.lower()}" for f in visible[:3])
+            answer = f"{level.capitalize()} quality; the main problem is {worst.severity} {worst.category.lower()}."
+            why = f"Detected {listed}. {worst.reason}"
+        else:
+            answer = f"{level.capitalize()} quality; no distortion stands out."
+            why = "The signal detectors found no blur, noise, compression, exposure, contrast or colour problem."
+        tools = ", ".join(f"{s.tool} {s.norm:.2f}" for s in scores[:4] if s.norm is not None)
+        reasoning = f"{why} Tool scores (1-5): {tools}; mean {qbar:.2f}."
+        return ScoreReply(
+            level=level, answer=answer[:300], reasoning=reasoning[:500], sufficient=True
+        )
+
+
+def _analysis(found: list[Finding], scopes: list[str]) -> AnalyzeReply:
+    # the detectors measure the whole frame; object scopes get the global findings
+    items = [
+        AnalysisItem(type=f.category, severity=f.severity, explanation=f.reason[:200])
+        for f in found
+    ]
+    return AnalyzeReply(distortion_analysis={scope: list(items) for scope in scopes})

@@ -1,0 +1,47 @@
+"""Shared fixtures: generated images, and a guard that keeps tests off the network."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+_real_connect = socket.socket.connect
+
+
+def _guarded_connect(self: socket.socket, address: object) -> None:  # type: ignore[override]
+    host = address[0] if isinstance(address, tuple) else address
+    if isinstance(host, str) and not (host.startswith("127.") or host in ("localhost", "::1")):
+        raise RuntimeError(f"tests must not reach the network (tried {address!r})")
+    return _real_connect(self, address)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kill-switch: only loopback connections are allowed in tests."""
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+
+
+def natural_like(h: int = 96, w: int = 128, seed: int = 0) -> np.ndarray:
+    """A smooth-plus-edges RGB test image in [0, 1] with photo-like structure."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    base = 0.5 + 0.25 * np.sin(xx / 7.0) * np.cos(yy / 9.0)
+    squares = ((xx // 16 + yy // 16) % 2) * 0.2
+    img = np.stack([base + squares, base * 0.9 + 0.05, 1.0 - base * 0.8], axis=2)
+    img += rng.normal(0, 0.005, img.shape)
+    return np.clip(img, 0, 1).astype(np.float32)
+
+
+def save_rgb(path: Path, arr: np.ndarray, **kw: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray((np.clip(arr, 0, 1) * 255).round().astype(np.uint8)).save(path, **kw)
+    return path
+
+
+@pytest.fixture
+def photo(tmp_path: Path) -> Path:
+    return save_rgb(tmp_path / "photo.png", natural_like())

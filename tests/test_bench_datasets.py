@@ -1,0 +1,215 @@
+"""Each dataset layout parses from a tiny fixture written in its real on-disk form."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from agentiqa_cli.bench.datasets import detect_layout, load_dataset
+from agentiqa_cli.errors import ConfigError
+
+
+def img(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = {".jpg": "JPEG", ".bmp": "BMP"}.get(path.suffix.lower(), "PNG")
+    Image.new("RGB", (16, 16), (120, 60, 30)).save(path, format=fmt)
+    return path
+
+
+def test_generic_csv_relative_paths_and_optional_columns(tmp_path: Path) -> None:
+    img(tmp_path / "d" / "a.png")
+    img(tmp_path / "d" / "b.png")
+    img(tmp_path / "refs" / "a.png")
+    (tmp_path / "labels.csv").write_text(
+        "image,mos,reference,distortion\nd/a.png,3.5,refs/a.png,blur\nd/b.png,2,,\n"
+    )
+    ds = load_dataset(tmp_path / "labels.csv")
+    assert ds.layout == "csv" and ds.mos_range is None
+    a, b = ds.items
+    assert (a.image, a.mos, a.reference, a.distortion) == (
+        tmp_path / "d/a.png", 3.5, tmp_path / "refs/a.png", "blur",
+    )  # fmt: skip
+    assert (b.image, b.mos, b.reference, b.distortion) == (tmp_path / "d/b.png", 2.0, None, None)
+    # the folder alone is enough when it holds one such CSV
+    assert load_dataset(tmp_path).source == tmp_path / "labels.csv"
+
+
+def test_generic_csv_bad_mos_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "x.csv").write_text("image,mos\na.png,3\nb.png,good\n")
+    with pytest.raises(ConfigError, match=r"x\.csv:3: mos 'good' is not a number"):
+        load_dataset(tmp_path / "x.csv")
+
+
+def test_kadid(tmp_path: Path) -> None:
+    root = tmp_path / "kadid10k"
+    for n in ("I01_01_05.png", "I01.png", "I02_25_01.png", "I02.png"):
+        img(root / "images" / n)
+    (root / "dmos.csv").write_text(
+        "dist_img,ref_img,dmos,var\nI01_01_05.png,I01.png,1.6,0.8\nI02_25_01.png,I02.png,4.57,0.3\n"
+    )
+    ds = load_dataset(root)
+    assert ds.layout == "kadid10k" and ds.mos_range == (1.0, 5.0)
+    first, second = ds.items
+    assert first.image == root / "images/I01_01_05.png"
+    assert first.reference == root / "images/I01.png"
+    assert (first.mos, first.distortion) == (1.6, "gaussian_blur")
+    assert (second.mos, second.distortion) == (4.57, "contrast_change")
+
+
+def test_tid2013_case_differences(tmp_path: Path) -> None:
+    root = tmp_path / "tid2013"
+    img(root / "distorted_images" / "i01_01_1.bmp")
+    img(root / "distorted_images" / "I25_24_5.BMP")  # upper-case on disk, lower in the list
+    img(root / "reference_images" / "I01.BMP")
+    img(root / "reference_images" / "i25.bmp")  # the one lower-case reference
+    (root / "mos_with_names.txt").write_text("5.51429 i01_01_1.bmp\n3.2 i25_24_5.bmp\n")
+    ds = load_dataset(root)
+    assert ds.layout == "tid2013" and ds.mos_range == (0.0, 9.0)
+    a, b = ds.items
+    assert a.image == root / "distorted_images/i01_01_1.bmp"
+    assert a.reference == root / "reference_images/I01.BMP"
+    assert (a.mos, a.distortion) == (5.51429, "additive_gaussian_noise")
+    assert b.image.name == "I25_24_5.BMP" and b.image.is_file()
+    assert b.reference is not None and b.reference.name == "i25.bmp" and b.reference.is_file()
+    assert b.distortion == "sparse_sampling_reconstruction"
+
+
+def test_koniq(tmp_path: Path) -> None:
+    root = tmp_path / "koniq10k"
+    img(root / "512x384" / "826373.jpg")
+    (root / "koniq10k_scores_and_distributions.csv").write_text(
+        "image_name,c1,c2,c3,c4,c5,c_total,MOS,SD,MOS_zscore\n"
+        "826373.jpg,0,1,40,60,3,104,3.62,0.65,68.2\n"
+    )
+    ds = load_dataset(root)
+    (item,) = ds.items
+    assert ds.layout == "koniq10k" and ds.mos_range == (1.0, 5.0)
+    assert item.image == root / "512x384/826373.jpg" and item.mos == 3.62
+    assert item.reference is None and item.distortion is None
+
+
+def test_spaq_csv_export_under_annotations(tmp_path: Path) -> None:
+    root = tmp_path / "SPAQ"
+    img(root / "TestImage" / "00001.jpg")
+    img(root / "TestImage" / "00002.jpg")
+    (root / "Annotations").mkdir()
+    (root / "Annotations" / "MOS and Image attribute scores.csv").write_text(
+        "Image name,MOS,Brightness,Colorfulness,Contrast,Noisiness,Sharpness\n"
+        "00001.jpg,42.1,40,50,45,30,44\n00002.jpg,77,70,71,72,73,74\n"
+    )
+    ds = load_dataset(root)
+    assert ds.layout == "spaq" and ds.root == root and ds.mos_range == (0.0, 100.0)
+    assert [(i.image.name, i.mos) for i in ds.items] == [("00001.jpg", 42.1), ("00002.jpg", 77.0)]
+    assert all(i.image.parent == root / "TestImage" for i in ds.items)
+
+
+def _spaq_xlsx(root: Path) -> Path:
+    openpyxl = pytest.importorskip("openpyxl")
+    img(root / "TestImage" / "00001.jpg")
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.append(["Image name", "MOS", "Brightness"])
+    ws.append(["00001.jpg", 55.5, 50])
+    path = root / "Annotations" / "MOS and Image attribute scores.xlsx"
+    path.parent.mkdir(parents=True)
+    wb.save(path)
+    return path
+
+
+def test_spaq_xlsx_with_openpyxl(tmp_path: Path) -> None:
+    path = _spaq_xlsx(tmp_path)
+    ds = load_dataset(path)
+    assert [(i.image.name, i.mos) for i in ds.items] == [("00001.jpg", 55.5)]
+
+
+def test_xlsx_without_openpyxl_says_export_csv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "Annotations" / "MOS and Image attribute scores.xlsx"
+    path.parent.mkdir()
+    path.write_bytes(b"PK\x03\x04 not really a workbook")
+    monkeypatch.setitem(sys.modules, "openpyxl", None)  # import now fails
+    with pytest.raises(ConfigError, match=r"openpyxl.*export the sheet as CSV"):
+        load_dataset(path, layout="spaq")
+
+
+def test_agiqa3k_finds_the_image_folder(tmp_path: Path) -> None:
+    root = tmp_path / "AGIQA-3K"
+    img(root / "Images" / "AttnGAN_normal_000.jpg")
+    (root / "data.csv").write_text(
+        "name,prompt,adj1,adj2,style,mos_quality,std_quality,mos_align,std_align\n"
+        "AttnGAN_normal_000.jpg,a cat,,,,1.2,0.5,2.0,0.4\n"
+    )
+    ds = load_dataset(root)
+    (item,) = ds.items
+    assert ds.layout == "agiqa3k" and ds.mos_range == (0.0, 5.0)
+    assert item.image == root / "Images/AttnGAN_normal_000.jpg" and item.mos == 1.2
+
+
+def test_bid_csv_with_images_in_a_subfolder(tmp_path: Path) -> None:
+    root = tmp_path / "BID"
+    img(root / "ImageDatabase" / "DatabaseImage0001.JPG")
+    img(root / "ImageDatabase" / "DatabaseImage0012.JPG")
+    (root / "DatabaseGrades.csv").write_text(
+        "Image Number,Average Subjective Score\n1,3.5\n12,0.8\n"
+    )
+    ds = load_dataset(root)
+    assert ds.layout == "bid" and ds.mos_range == (0.0, 5.0)
+    assert [(i.image.name, i.mos) for i in ds.items] == [
+        ("DatabaseImage0001.JPG", 3.5),
+        ("DatabaseImage0012.JPG", 0.8),
+    ]
+    assert all(i.image.is_file() for i in ds.items)
+
+
+def test_detection_and_layout_errors(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello\n")
+    with pytest.raises(ConfigError, match="no known score file"):
+        load_dataset(tmp_path)
+    with pytest.raises(ConfigError, match="did you mean kadid"):
+        load_dataset(tmp_path, layout="kadidd")
+    with pytest.raises(ConfigError, match=r"no dmos\.csv"):
+        load_dataset(tmp_path, layout="kadid")
+    (tmp_path / "odd.csv").write_text("file,score\na.png,3\n")
+    with pytest.raises(ConfigError, match="unknown layout"):
+        load_dataset(tmp_path / "odd.csv")
+    # a dmos.csv without KADID's columns is not taken for KADID
+    (tmp_path / "dmos.csv").write_text("image,mos\na.png,3\n")
+    assert detect_layout(tmp_path / "dmos.csv")[0] == "csv"
+
+
+def test_sample_limit_and_missing_files(tmp_path: Path) -> None:
+    rows = ["image,mos"]
+    for k in range(20):
+        img(tmp_path / f"i{k:02d}.png")
+        rows.append(f"i{k:02d}.png,{k}")
+    rows.append("gone.png,1")
+    (tmp_path / "all.csv").write_text("\n".join(rows) + "\n")
+    full = load_dataset(tmp_path / "all.csv")
+    assert len(full.items) == 21 and any("1 image files missing" in n for n in full.notes)
+    s1 = load_dataset(tmp_path / "all.csv", sample=5, seed=3)
+    s2 = load_dataset(tmp_path / "all.csv", sample=5, seed=3)
+    s3 = load_dataset(tmp_path / "all.csv", sample=5, seed=4)
+    assert [i.image for i in s1.items] == [i.image for i in s2.items]
+    assert [i.image for i in s1.items] != [i.image for i in s3.items]
+    order = [i.image for i in full.items]
+    positions = [order.index(i.image) for i in s1.items]
+    assert len(positions) == 5 and positions == sorted(positions)  # file order kept
+    assert [i.mos for i in load_dataset(tmp_path / "all.csv", limit=3).items] == [0, 1, 2]
+    (tmp_path / "none.csv").write_text("image,mos\nx.png,1\ny.png,2\n")
+    with pytest.raises(ConfigError, match="none of the 2 images exist"):
+        load_dataset(tmp_path / "none.csv")
+
+
+def test_bid_xlsx_numbers_stored_as_floats(tmp_path: Path) -> None:
+    openpyxl = pytest.importorskip("openpyxl")
+    img(tmp_path / "DatabaseImage0007.JPG")
+    wb = openpyxl.Workbook()
+    wb.active.append(["Image Number", "Average Subjective Score"])
+    wb.active.append([7.0, 4.25])
+    wb.save(tmp_path / "DatabaseGrades.xlsx")
+    (item,) = load_dataset(tmp_path).items
+    assert (item.image, item.mos) == (tmp_path / "DatabaseImage0007.JPG", 4.25)

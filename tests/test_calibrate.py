@@ -1,0 +1,131 @@
+"""Per-tool logistic calibration and the overlay round trip through load_overlay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from agentiqa_cli.bench.calibrate import (
+    calibrate,
+    fit_tool,
+    mos_scale,
+    rescale_mos,
+    write_overlay,
+)
+from agentiqa_cli.bench.datasets import load_dataset
+from agentiqa_cli.imaging.load import LoadedImage
+from agentiqa_cli.records import ToolScore
+from agentiqa_cli.tools.cards import CardSet, ToolCard, load_overlay
+from agentiqa_cli.tools.logistic import logistic5
+
+TRUE = [3.0, 1.5, 0.5, 0.1, 3.0]
+
+
+def card(name: str, lower_better: bool = False, mode: str = "NR") -> ToolCard:
+    return ToolCard.model_validate(
+        dict(name=name, backend="builtin", metric=name, mode=mode, lower_better=lower_better,
+             raw_range=(-10.0, 10.0), description="a test tool card", weights=False,
+             licence="MIT")
+    )  # fmt: skip
+
+
+def synthetic(n: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    raw = rng.uniform(-3, 4, n)
+    return raw, logistic5(raw, *TRUE) + rng.normal(0, 0.02, n)
+
+
+def test_fit_recovers_known_parameters() -> None:
+    raw, mos = synthetic()
+    fit = fit_tool(card("t"), list(raw), list(mos), mos_range=(1, 5))
+    assert fit.error is None and not fit.suspect and fit.warnings == []
+    assert fit.n == 300 and fit.failed == 0 and fit.increasing is True
+    p = np.array(fit.params)
+    if p[0] < 0:  # (b1, b2) and (-b1, -b2) are the same curve
+        p[:2] = -p[:2]
+    assert np.allclose(p, TRUE, rtol=0.05, atol=0.02)
+    assert fit.srcc is not None and fit.srcc > 0.99 and fit.rmse == pytest.approx(0.02, abs=0.005)
+
+
+def test_mos_scale_detection_and_rescaling() -> None:
+    assert mos_scale([1.2, 4.9]) == (1.0, 5.0)
+    assert mos_scale([0.3, 4.2]) == (0.0, 5.0)  # BID / AGIQA style
+    assert mos_scale([0.2, 7.2]) == (0.0, 10.0)
+    assert mos_scale([3.0, 88.0]) == (0.0, 100.0)  # SPAQ style
+    assert mos_scale([0.1, 0.9]) == (0.0, 1.0)
+    assert mos_scale([1.0, 9.0], (0, 9)) == (0.0, 9.0)
+    assert list(rescale_mos([0, 50, 100], (0, 100))) == [1.0, 3.0, 5.0]
+    # a fit on a 0-100 scale lands on the same curve as one on 1-5
+    raw, mos = synthetic()
+    on100 = (mos - 1) / 4 * 100
+    fit = fit_tool(card("t"), list(raw), list(on100))
+    assert fit.mos_range == (0.0, 100.0)
+    grid = np.linspace(-3, 4, 30)
+    assert np.max(np.abs(logistic5(grid, *fit.params) - logistic5(grid, *TRUE))) < 0.05  # type: ignore[misc]
+
+
+def test_direction_disagreement_is_flagged_and_kept_out_of_the_overlay(tmp_path: Path) -> None:
+    raw, mos = synthetic()
+    suspect = fit_tool(card("wrongway", lower_better=True), list(raw), list(mos), (1, 5))
+    assert suspect.suspect and "lower_better=True" in suspect.warnings[0]
+    good = fit_tool(card("lowgood", lower_better=True), list(-raw), list(mos), (1, 5))
+    assert not good.suspect and good.increasing is False and good.raw_srcc < 0  # type: ignore[operator]
+    few = fit_tool(card("few"), [1.0, 2.0, None, 3.0], [1, 2, 3, 4])
+    assert few.params is None and "at least 5" in (few.error or "") and few.failed == 1
+    path = tmp_path / "overlay.yaml"
+    assert write_overlay([suspect, good, few], path, source="synthetic") == 1
+    assert set(load_overlay(path)) == {"lowgood"}
+    assert write_overlay([suspect, good], path, source="synthetic", include_suspect=True) == 2
+
+
+def test_overlay_round_trip_applies_to_cards(tmp_path: Path) -> None:
+    raw, mos = synthetic()
+    fit = fit_tool(card("alpha"), list(raw), list(mos), (1, 5))
+    path = tmp_path / "cal.yaml"
+    write_overlay([fit], path, source="unit-test data")
+    overlay = load_overlay(path)
+    assert overlay["alpha"].params == fit.params  # floats survive YAML exactly
+    assert overlay["alpha"].source.startswith("unit-test data; n=300; MOS 1-5 mapped to 1-5")
+    cards = CardSet([card("alpha"), card("beta")]).with_overlay(overlay)
+    alpha, beta = cards.get("alpha"), cards.get("beta")
+    assert alpha.calibrated and not beta.calibrated
+    for x in (-2.0, 0.5, 3.0):
+        expected = float(np.clip(logistic5(x, *fit.params), 1, 5))  # type: ignore[misc]
+        assert alpha.normalize(x) == pytest.approx(expected)
+        assert abs(alpha.normalize(x) - float(np.clip(logistic5(x, *TRUE), 1, 5))) < 0.05
+
+
+class MeanRunner:
+    """raw = 10 × mean pixel value; records what it was given."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str | None]] = []
+
+    def run(self, c: ToolCard, image: LoadedImage, ref: LoadedImage | None = None) -> ToolScore:
+        self.seen.append((c.name, image.path.name, ref.path.name if ref else None))
+        if c.mode == "FR" and ref is None:
+            return ToolScore(tool=c.name, error="needs a reference")
+        raw = 10.0 * float(image.pixels.mean())
+        return ToolScore(tool=c.name, raw=raw, norm=c.normalize(raw))
+
+
+def test_calibrate_runs_tools_over_a_dataset(tmp_path: Path) -> None:
+    rows = ["image,mos,reference"]
+    Image.new("RGB", (16, 16), (200, 200, 200)).save(tmp_path / "ref.png")
+    for k in range(40):
+        v = 40 + 5 * k
+        Image.new("RGB", (16, 16), (v, v, v)).save(tmp_path / f"i{k}.png")
+        rows.append(f"i{k}.png,{20 + 2 * k},ref.png")  # MOS on 0-100, rising with brightness
+    (tmp_path / "ds.csv").write_text("\n".join(rows) + "\n")
+    ds = load_dataset(tmp_path / "ds.csv")
+    runner = MeanRunner()
+    fits = calibrate(ds, runner, [card("nr"), card("fr", mode="FR")])  # type: ignore[arg-type]
+    assert [f.tool for f in fits] == ["nr", "fr"]
+    for f in fits:
+        assert f.n == 40 and f.mos_range == (0.0, 100.0) and f.increasing
+        assert f.srcc == pytest.approx(1.0) and f.rmse is not None and f.rmse < 0.05
+    assert all(ref is None for name, _, ref in runner.seen if name == "nr")
+    assert all(ref == "ref.png" for name, _, ref in runner.seen if name == "fr")

@@ -1,0 +1,65 @@
+"""Score fusion (SPEC §5.2) and level log-probabilities read off a reply."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agentiqa_cli.agent.fusion import fuse, gaussian_weights, level_logprobs, softmax_levels
+from agentiqa_cli.vlm.base import VLMReply
+
+
+def test_gaussian_weights_eq4() -> None:
+    a = gaussian_weights(3.0)
+    z = sum(math.exp(-((3 - c) ** 2)) for c in range(1, 6))
+    assert a[2] == pytest.approx(1 / z)
+    assert a[0] == pytest.approx(math.exp(-4) / z)
+    assert sum(a) == pytest.approx(1.0)
+
+
+def test_fuse_by_hand() -> None:
+    p = [0.1, 0.1, 0.2, 0.4, 0.2]
+    qbar = 2.5
+    alpha = [math.exp(-((qbar - c) ** 2)) for c in range(1, 6)]
+    num = sum(a * pc * c for a, pc, c in zip(alpha, p, range(1, 6), strict=True))
+    den = sum(a * pc for a, pc in zip(alpha, p, strict=True))
+    assert fuse([2.0, 3.0], p) == pytest.approx(num / den)
+
+
+def test_fuse_edge_cases() -> None:
+    p = [0.0, 0.0, 0.0, 1.0, 0.0]
+    assert fuse([], p) == pytest.approx(4.0)  # no tools: Σ p c
+    assert fuse([], None) == pytest.approx(3.0)  # uniform p
+    low, high = fuse([1.2], None), fuse([4.8], None)
+    assert 1.0 <= low < 2.0 and 4.0 < high <= 5.0
+    # stays on the 1-5 scale whatever the inputs
+    for q in (1.0, 2.2, 3.7, 5.0):
+        for pp in ([1, 0, 0, 0, 0], [0, 0, 0, 0, 1], [0.2] * 5):
+            assert 1.0 <= fuse([q], pp) <= 5.0
+
+
+def test_fuse_monotone_in_tools() -> None:
+    scores = [fuse([q], None) for q in (1.0, 1.5, 2.0, 3.0, 4.0, 4.5, 5.0)]
+    assert scores == sorted(scores)
+
+
+def test_softmax_renormalises_over_five_with_floor() -> None:
+    p = softmax_levels({"good": math.log(0.6), "excellent": math.log(0.2)})
+    assert sum(p) == pytest.approx(1.0)
+    assert p[3] == pytest.approx(0.75, abs=1e-4) and p[4] == pytest.approx(0.25, abs=1e-4)
+    assert 0 < p[0] < 1e-5
+
+
+def test_level_logprobs_at_json_position() -> None:
+    reply = VLMReply(
+        text='{"level":"good","answer":"x"}',
+        tokens=['{"', "level", '":"', "good", '","', "answer"],
+        top_logprobs=[{}, {}, {}, {"good": -0.2, "fair": -1.9, "the": -3.0}, {}, {}],
+    )
+    lp = level_logprobs(reply, '{"level":"')
+    assert lp == {"good": pytest.approx(-0.2), "fair": pytest.approx(-1.9)}
+    # a bare choice answer: the first position
+    choice = VLMReply(text="poor", tokens=["po", "or"], top_logprobs=[{"po": -0.1, "b": -2.0}, {}])
+    assert set(level_logprobs(choice) or {}) == {"poor", "bad"}
+    assert level_logprobs(VLMReply(text="good")) is None

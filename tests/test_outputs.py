@@ -1,0 +1,91 @@
+"""Results CSV and JSONL trace: header, flushing, resume after a kill, no lost or duplicated rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.results import BASE_COLUMNS, ResultsWriter, columns_for
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.records import Finding, Result, ToolScore, TraceEvent
+
+
+def _result(i: int) -> Result:
+    return Result(
+        image=f"img, with comma {i}.png",
+        key=f"k{i}",
+        score=3.5,
+        level="good",
+        answer='said "fine"\nsecond line',
+        distortions=[Finding(category="Noise", severity="slight")],
+        tools=[ToolScore(tool="psnr", raw=30.0, norm=3.2)],
+    )
+
+
+def test_header_written_even_with_no_rows(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    ResultsWriter(out, columns_for(None)).close()
+    assert pd.read_csv(out).columns.tolist() == BASE_COLUMNS
+
+
+def test_rows_flushed_and_parse(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    w = ResultsWriter(out, columns_for(["psnr"]))
+    w.write(_result(1))
+    # visible before close: a killed run keeps what it wrote
+    df = pd.read_csv(out)
+    assert len(df) == 1
+    assert df.loc[0, "psnr_raw"] == 30.0
+    assert df.loc[0, "distortions"] == "noise:slight"
+    assert df.loc[0, "answer"] == 'said "fine"\nsecond line'
+    w.close()
+
+
+def test_resume_drops_partial_line_and_skips_done(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, columns_for(None)) as w:
+        w.write(_result(1))
+        w.write(_result(2))
+    # simulate a kill in the middle of writing row 3
+    with open(out, "ab") as f:
+        f.write(b"img3.png,,ok,,2.0,po")
+    w2 = ResultsWriter(out, columns_for(None), resume=True)
+    assert w2.done_keys == {"k1", "k2"}
+    w2.write(_result(3))
+    w2.close()
+    df = pd.read_csv(out)
+    assert df["key"].tolist() == ["k1", "k2", "k3"]
+
+
+def test_resume_with_other_columns_refused(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    ResultsWriter(out, columns_for(["psnr"])).close()
+    with pytest.raises(ConfigError, match="columns differ"):
+        ResultsWriter(out, columns_for(["ssim"]), resume=True)
+
+
+def test_trace_lines_are_json(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    t = TraceWriter(p)
+    t.emit(TraceEvent(step="run", parsed={"a": 1}))
+    t.emit(TraceEvent(step="tool", image="x.png", parsed={"raw": 1.0}, latency=0.1))
+    t.close()
+    # append after a partial line: the next event starts on its own line
+    with open(p, "ab") as f:
+        f.write(b'{"step": "tool", "ima')
+    t2 = TraceWriter(p, append=True)
+    t2.emit(TraceEvent(step="final", image="x.png"))
+    t2.close()
+    lines = p.read_text().splitlines()
+    parsed = []
+    for line in lines:
+        try:
+            parsed.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    assert [e["step"] for e in parsed] == ["run", "tool", "final"]
+    assert json.loads(lines[-1])["step"] == "final"
