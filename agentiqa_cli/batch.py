@@ -106,6 +106,7 @@ def error_result(job: Job, key: str, error: str, seconds: float = 0.0) -> Result
 @dataclass
 class BatchSummary:
     results: list[Result] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)  # the job of each result, same order
     skipped: int = 0
     seconds: float = 0.0
 
@@ -128,6 +129,7 @@ async def run_batch(
     concurrency: int = 4,
     on_result: Callable[[Result], None] | None = None,
     on_skip: Callable[[Job], None] | None = None,
+    dedupe: bool = True,
 ) -> BatchSummary:
     """Process every job with at most ``concurrency`` in flight; rows are written as they finish."""
     summary = BatchSummary()
@@ -145,7 +147,8 @@ async def run_batch(
             if on_skip:
                 on_skip(job)
             return
-        done.add(key)  # a path given twice is processed once
+        if dedupe:
+            done.add(key)  # a path given twice is processed once
         try:
             image, ref = await asyncio.to_thread(decoder.decode, job)
             result = await process(Pair(job, image, ref, key))
@@ -161,6 +164,7 @@ async def run_batch(
         if writer is not None:
             writer.write(result)
         summary.results.append(result)
+        summary.jobs.append(job)
         if on_result:
             on_result(result)
 

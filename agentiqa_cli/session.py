@@ -76,17 +76,18 @@ class Session:
             fallback = RulesVLM(self.cards)
         return Asker(self.vlm, self.prompts, trace, query=query, fallback=fallback)
 
-    def agent(self, trace: TraceWriter) -> Any:
+    def agent(self, trace: TraceWriter, query: str | None = None) -> Any:
         from agentiqa_cli.agent.pipeline import Agent, AgentOptions
         from agentiqa_cli.tools.defaults import DEFAULT_FR_TOOLS, DEFAULT_NR_TOOLS
 
+        query = query or self.settings.query
         options = AgentOptions(
-            query=self.settings.query,
+            query=query,
             learned_tools=self.settings.learned_tools,
             default_nr=self.settings.tools or DEFAULT_NR_TOOLS,
             default_fr=self.settings.tools or DEFAULT_FR_TOOLS,
         )
-        return Agent(self.asker(trace, self.settings.query), self.cards, self.runner, options)
+        return Agent(self.asker(trace, query), self.cards, self.runner, options)
 
     def prompt_versions(self) -> dict[str, str]:
         return {name: p.fingerprint for name, p in self.prompts.items()}

@@ -78,10 +78,12 @@ class VLLMServer:
         max_model_len: int = 4096,
         max_num_seqs: int = 16,
         eager: bool = True,
+        api_key: str | None = None,
         log_path: Path | None = None,
     ) -> None:
         self.port = port or free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.root_url = f"http://127.0.0.1:{self.port}"
+        self.base_url = self.root_url + "/v1"
         self.log_path = log_path or Path(f"/tmp/agentiqa-vllm-{self.port}.log")
         self.args = [
             str(venv_python()),
@@ -98,6 +100,8 @@ class VLLMServer:
             "--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS),
             "--max-logprobs", "20",
         ]  # fmt: skip
+        if api_key:
+            self.args += ["--api-key", api_key]
         if eager:
             # torch.compile costs ~40 s at first start and buys nothing for a 0.5 M model.
             self.args.append("--enforce-eager")
@@ -120,7 +124,7 @@ class VLLMServer:
         return self
 
     def wait(self, timeout: float = 240.0) -> float:
-        """Block until /v1/models answers; returns seconds since start()."""
+        """Block until the server answers /health; returns seconds since start()."""
         assert self.proc is not None, "start() first"
         deadline = self.started_at + timeout
         while time.monotonic() < deadline:
@@ -129,7 +133,7 @@ class VLLMServer:
                     f"vLLM server exited with {self.proc.returncode}:\n{self.log_tail()}"
                 )
             try:
-                with urllib.request.urlopen(self.base_url + "/models", timeout=2) as r:
+                with urllib.request.urlopen(self.root_url + "/health", timeout=2) as r:
                     if r.status == 200:
                         self.ready_seconds = time.monotonic() - self.started_at
                         return self.ready_seconds

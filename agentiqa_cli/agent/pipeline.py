@@ -161,6 +161,39 @@ class Agent:
         )
         return result
 
+    async def answer(self, pair: Pair, options: dict[str, str]) -> tuple[str, Result]:
+        """A multiple-choice question about one image (the agent's query is the question):
+        the same evidence as ``assess``, then the interpretation summarizer picks a letter."""
+        usage = Usage()
+        plan = await self.plan(self.opt.query, pair.reference is not None, usage, pair.job.name)
+        evidence = await asyncio.to_thread(
+            self.runner.run_many, self.evidence_cards, pair.image, None
+        )
+        self.ask.trace_tools(pair, evidence, note="evidence (signal detectors)")
+        findings = await self._examine(plan, pair, evidence, usage)
+        scores = await self._tools(plan, pair, findings, evidence, usage)
+        reply = await self.ask.interpret(
+            plan,
+            pair,
+            options,
+            findings,
+            scores,
+            evidence,
+            self.candidates(pair.reference is not None),
+            usage,
+        )
+        result = Result(
+            image=pair.job.name,
+            reference=pair.job.ref_name,
+            key=pair.key,
+            answer=f"{reply.final_answer}: {reply.quality_reasoning}"[:300],
+            distortions=[f for f in findings if f.severity != "none"],
+            tools=scores,
+            usage=usage,
+        )
+        self.ask.trace_final(pair, result, {"final_answer": reply.final_answer})
+        return reply.final_answer, result
+
     async def _replan(
         self, plan: Plan, pair: Pair, feedback: str, usage: Usage, round_: int
     ) -> Plan:

@@ -14,8 +14,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from agentiqa_cli.agent.evidence import evidence_view
-from agentiqa_cli.agent.prompts import PromptSpec
-from agentiqa_cli.agent.replies import AnalyzeReply, DetectReply, ScoreReply, SelectReply
+from agentiqa_cli.agent.prompts import PromptSpec, option_letters
+from agentiqa_cli.agent.replies import (
+    AnalyzeReply,
+    DetectReply,
+    InterpretReply,
+    ScoreReply,
+    SelectReply,
+)
 from agentiqa_cli.batch import Pair
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.io.trace import TraceWriter
@@ -293,11 +299,7 @@ class Asker:
         evidence: list[ToolScore],
         usage: Usage,
     ) -> tuple[ScoreReply, VLMReply]:
-        analysis: dict[str, list[dict[str, str]]] = {}
-        for f in findings:
-            analysis.setdefault(f.scope, []).append(
-                {"type": f.category, "severity": f.severity, "explanation": f.reason}
-            )
+        analysis = _analysis_view(findings)
         variables = {
             "query": self.query,
             "has_reference": pair.reference is not None,
@@ -325,6 +327,50 @@ class Asker:
             image=pair.job.name,
             key=pair.key,
         )
+
+    async def interpret(
+        self,
+        plan: Plan,
+        pair: Pair,
+        options: dict[str, str],
+        findings: list[Finding],
+        scores: list[ToolScore],
+        evidence: list[ToolScore],
+        candidates: list[ToolCard],
+        usage: Usage,
+    ) -> InterpretReply:
+        analysis = _analysis_view(findings)
+        variables = {
+            "query": self.query,
+            "options": list(options.values()),
+            "has_reference": pair.reference is not None,
+            "analysis": analysis,
+            "tool_scores": [
+                {"tool": s.tool, "distortion": s.distortion, "norm": s.norm} for s in scores
+            ],
+            "evidence": evidence_view(evidence),
+        }
+        context = {
+            "query": self.query,
+            "options": options,
+            "plan": plan,
+            "findings": findings,
+            "tool_scores": scores,
+            "has_reference": pair.reference is not None,
+            "candidates": [c.name for c in candidates],
+        }
+        r, _ = await self._ask(
+            "interpret",
+            InterpretReply,
+            variables,
+            context,
+            usage,
+            self._images(pair),
+            {"letters": option_letters(len(options))},
+            image=pair.job.name,
+            key=pair.key,
+        )
+        return r
 
     # -- trace helpers for steps that make no request ---------------------------------------
 
@@ -380,6 +426,15 @@ class Asker:
                 tokens=result.usage,
             )
         )
+
+
+def _analysis_view(findings: list[Finding]) -> dict[str, list[dict[str, str]]]:
+    analysis: dict[str, list[dict[str, str]]] = {}
+    for f in findings:
+        analysis.setdefault(f.scope, []).append(
+            {"type": f.category, "severity": f.severity, "explanation": f.reason}
+        )
+    return analysis
 
 
 def parse_reply(reply: VLMReply, model: type[R]) -> R:

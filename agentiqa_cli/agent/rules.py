@@ -18,10 +18,12 @@ from agentiqa_cli.agent.replies import (
     AnalysisItem,
     AnalyzeReply,
     DetectReply,
+    InterpretReply,
     ScoreReply,
     SelectReply,
 )
-from agentiqa_cli.records import Category, Finding, Level, ToolScore, level_of
+from agentiqa_cli.errors import VLMError
+from agentiqa_cli.records import Category, Finding, ToolScore, level_of
 from agentiqa_cli.tools.cards import CardSet, ToolCard
 from agentiqa_cli.vlm.base import VLMReply, VLMRequest
 
@@ -122,6 +124,14 @@ class RulesVLM:
                     chosen[scope][cat] = ranked[0].name
         return SelectReply(selected_tools=chosen)
 
+    def _interpret(self, ctx: dict[str, Any]) -> InterpretReply:
+        picked = answer_options(ctx)
+        if picked is None:
+            # no guessing: an unsupported question is an unanswered question
+            raise VLMError("the rules backend has no evidence that decides this question")
+        letter, why = picked
+        return InterpretReply(final_answer=letter, quality_reasoning=why[:500])  # type: ignore[arg-type]
+
     def _summarize(self, ctx: dict[str, Any]) -> ScoreReply:
         scores: list[ToolScore] = [s for s in ctx["tool_scores"] if s.ok]
         findings: list[Finding] = ctx["findings"]
@@ -157,6 +167,52 @@ class RulesVLM:
         return ScoreReply(
             level=level, answer=answer[:300], reasoning=reasoning[:500], sufficient=True
         )
+
+
+# words that name each category in free text (answer options)
+_CATEGORY_WORDS: dict[str, tuple[str, ...]] = {
+    "Blurs": ("blur", "out of focus", "soft", "smear"),
+    "Noise": ("noise", "noisy", "grain"),
+    "Compression": ("compress", "jpeg", "block", "artifact"),
+    "Brightness change": ("dark", "bright", "exposure", "exposed", "luminance"),
+    "Sharpness": ("sharp", "detail"),
+    "Contrast": ("contrast", "washed", "flat"),
+    "Color distortions": ("colour", "color", "saturat", "tint", "cast"),
+}
+_CLEAN_WORDS = ("no visible distortion", "pristine", "none", "no distortion", "clean")
+
+
+def answer_options(ctx: dict[str, Any]) -> tuple[str, str] | None:
+    """Pick the option the measured evidence supports, or None when nothing does.
+
+    Each option scores the severity of every detected category it names; "no distortion"
+    options score when nothing was detected; tool names score when they are the tool this
+    backend would run for the detected distortion. Ties or no support give no answer.
+    """
+    findings: list[Finding] = [f for f in ctx["findings"] if f.severity != "none"]
+    options: dict[str, str] = ctx["options"]
+    tools = {s.tool for s in ctx["tool_scores"] if s.ok}
+    points: dict[str, float] = {}
+    for letter, text in options.items():
+        t = text.lower()
+        pts = 0.0
+        for f in findings:
+            if any(w in t for w in _CATEGORY_WORDS[f.category]):
+                pts = max(pts, 1.0 + _SEVERITY_RANK[f.severity])
+        if not findings and any(w in t for w in _CLEAN_WORDS):
+            pts = max(pts, 1.0)
+        if any(name.lower() == t.strip().lower().replace("-", "_") for name in tools):
+            pts = max(pts, 0.5)
+        points[letter] = pts
+    best = max(points.values(), default=0.0)
+    winners = [k for k, v in points.items() if v == best]
+    if best <= 0.0 or len(winners) != 1:
+        return None
+    why = (
+        "; ".join(f"{f.severity} {f.category.lower()}" for f in findings)
+        or "no distortion detected"
+    )
+    return winners[0], f"Measured evidence: {why}."
 
 
 def _analysis(found: list[Finding], scopes: list[str]) -> AnalyzeReply:

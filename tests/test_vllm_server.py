@@ -1,0 +1,289 @@
+"""The HTTP and in-process backends against a real vLLM serving a tiny random Qwen2-VL.
+
+The model's answers are noise; what is real and checked here is the protocol: the chat
+template with an image, JSON-schema and choice constraints, log-probabilities, usage,
+authentication and errors. Needs ``scripts/vllm_env.sh``; skipped without it unless
+AGENTIQA_REQUIRE_VLLM=1, which turns the skip into a failure (for CI that installed it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+import pytest
+
+from agentiqa_cli.errors import VLMError
+from agentiqa_cli.records import CATEGORIES
+from agentiqa_cli.vlm.base import ImagePart, Message, VLMRequest
+from agentiqa_cli.vlm.http import OpenAIHTTPVLM, check_choice, parse_json_reply
+
+sys.path.insert(0, str(Path(__file__).parent))
+import vllm_server
+
+pytestmark = pytest.mark.vllm_server
+
+KEY = "agentiqa-test-key"
+LEVELS = ["excellent", "good", "fair", "poor", "bad"]
+# Bounded like the real prompts' schemas: enums, short strings, few items, all keys required.
+PLAN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query_type": {"enum": ["IQA", "Other"]},
+        "distortion_source": {"enum": ["explicit", "inferred"]},
+        "distortions": {"type": "array", "items": {"enum": list(CATEGORIES)}, "maxItems": 3},
+        "reference_mode": {"enum": ["Full-Reference", "No-Reference"]},
+        "note": {"type": "string", "maxLength": 30},
+        "plan": {
+            "type": "object",
+            "properties": {
+                k: {"type": "boolean"}
+                for k in ("distortion_detection", "distortion_analysis", "tool_execute")
+            },
+            "required": ["distortion_detection", "distortion_analysis", "tool_execute"],
+            "additionalProperties": False,
+        },
+    },
+    "required": [
+        "query_type",
+        "distortion_source",
+        "distortions",
+        "reference_mode",
+        "note",
+        "plan",
+    ],
+    "additionalProperties": False,
+}
+
+
+def _skip_or_fail() -> None:
+    reason = vllm_server.missing()
+    if reason is None:
+        return
+    if os.environ.get("AGENTIQA_REQUIRE_VLLM") == "1":
+        pytest.fail(f"AGENTIQA_REQUIRE_VLLM=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[vllm_server.VLLMServer]:
+    _skip_or_fail()
+    with vllm_server.VLLMServer(api_key=KEY) as srv:
+        rss = srv.rss_bytes() / 2**30
+        sys.stderr.write(f"\n[vllm] ready in {srv.ready_seconds:.1f} s, RSS {rss:.2f} GiB\n")
+        yield srv
+
+
+def image_part(seed: int, h: int = 240, w: int = 320) -> ImagePart:
+    rng = np.random.default_rng(seed)
+    pixels = rng.random((h, w, 3), dtype=np.float32)
+    return ImagePart(sha256=f"{seed:064x}", path=f"mem-{seed}.png", pixels=pixels)
+
+
+def user(text: str, seed: int | None = 0) -> list[Message]:
+    images = [image_part(seed)] if seed is not None else []
+    return [
+        Message(role="system", text="You assess image quality."),
+        Message(role="user", text=text, images=images),
+    ]
+
+
+def run(coro_fn: Any, **kw: Any) -> Any:
+    async def go() -> Any:
+        vlm = OpenAIHTTPVLM(kw.pop("url"), **kw)
+        try:
+            return await coro_fn(vlm)
+        finally:
+            await vlm.aclose()
+
+    return asyncio.run(go())
+
+
+def opts(server: vllm_server.VLLMServer, **kw: Any) -> dict[str, Any]:
+    base = {"url": server.base_url, "model": vllm_server.SERVED_NAME, "api_key": KEY}
+    base.update(kw)
+    return base
+
+
+def test_check_finds_the_model_and_rejects_a_wrong_name(
+    server: vllm_server.VLLMServer,
+) -> None:
+    assert run(lambda v: v.check(), **opts(server)) == [vllm_server.SERVED_NAME]
+    with pytest.raises(VLMError, match=f"available: {vllm_server.SERVED_NAME}"):
+        run(lambda v: v.check(), **opts(server, model="qwen-72b"))
+
+
+def test_missing_api_key_is_rejected_without_retries(server: vllm_server.VLLMServer) -> None:
+    with pytest.raises(VLMError, match="HTTP 401"):
+        run(lambda v: v.check(), **opts(server, api_key=None))
+
+
+def test_json_schema_request_with_an_image(server: vllm_server.VLLMServer) -> None:
+    req = VLMRequest(
+        role="planner",
+        messages=user("Plan the assessment of this image. Is the bird in focus?"),
+        json_schema=PLAN_SCHEMA,
+        max_tokens=400,
+    )
+    reply = run(lambda v: v.complete(req), **opts(server))
+    assert reply.finish_reason == "stop", reply.text
+    value = parse_json_reply(reply, PLAN_SCHEMA)
+    jsonschema.validate(value, PLAN_SCHEMA)
+    # The image really is in the prompt: the processor fits 320×240 under its 224×224 pixel
+    # cap as 252×168 = 18×12 patches of 14 px, merged 2×2 into 54 tokens, + start/end markers.
+    text_only = run(
+        lambda v: v.complete(req.model_copy(update={"messages": user(req.messages[1].text, None)})),
+        **opts(server),
+    )
+    assert reply.usage.prompt_tokens - text_only.usage.prompt_tokens == 54 + 2
+    assert reply.usage.completion_tokens > 0 and reply.model == vllm_server.SERVED_NAME
+
+
+def test_schema_via_vllm_structured_outputs_field(server: vllm_server.VLLMServer) -> None:
+    req = VLMRequest(
+        role="planner", messages=user("Plan."), json_schema=PLAN_SCHEMA, max_tokens=400
+    )
+    reply = run(lambda v: v.complete(req), **opts(server, schema_field="structured_outputs"))
+    jsonschema.validate(parse_json_reply(reply), PLAN_SCHEMA)
+
+
+def test_five_level_choice_with_top_logprobs(server: vllm_server.VLLMServer) -> None:
+    req = VLMRequest(
+        role="score",
+        messages=user("Rate the overall quality.", seed=1),
+        choices=LEVELS,
+        top_logprobs=5,
+        max_tokens=8,
+    )
+    reply = run(lambda v: v.complete(req), **opts(server))
+    answer = check_choice(reply, LEVELS)
+    assert reply.top_logprobs is not None and len(reply.top_logprobs) >= 1
+    first = reply.top_logprobs[0]
+    assert 1 <= len(first) <= 6 and all(lp <= 0.0 for lp in first.values())
+    # Under the choice grammar every first-position alternative starts some allowed level.
+    assert all(any(level.startswith(tok) for level in LEVELS) for tok in first), first
+    assert any(answer.startswith(tok) for tok in first)
+
+
+def test_truncated_json_is_an_error(server: vllm_server.VLLMServer) -> None:
+    req = VLMRequest(role="planner", messages=user("Plan."), json_schema=PLAN_SCHEMA, max_tokens=4)
+    with pytest.raises(VLMError, match="finish_reason=length"):
+        run(lambda v: v.complete(req), **opts(server))
+
+
+def test_throughput_concurrency_1_vs_8(
+    server: vllm_server.VLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Measured and printed, not asserted: the machine is shared."""
+    n = 16
+
+    def requests() -> list[VLMRequest]:
+        return [
+            VLMRequest(
+                role="score",
+                messages=user("Rate the overall quality.", seed=100 + i),
+                choices=LEVELS,
+                top_logprobs=5,
+                max_tokens=8,
+            )
+            for i in range(n)
+        ]
+
+    lines = []
+    for conc in (1, 8):
+
+        async def batch(v: OpenAIHTTPVLM) -> list[Any]:
+            return await asyncio.gather(*(v.complete(r) for r in requests()))
+
+        t0 = time.perf_counter()
+        replies = run(batch, **opts(server, concurrency=conc))
+        dt = time.perf_counter() - t0
+        assert all(r.text in LEVELS for r in replies)
+        prompt = sum(r.usage.prompt_tokens for r in replies) / n
+        completion = sum(r.usage.completion_tokens for r in replies) / n
+        lines.append(
+            f"[vllm] concurrency {conc}: {n} images in {dt:.2f} s = {n / dt:.1f} images/s "
+            f"({prompt:.0f} prompt + {completion:.1f} completion tokens per request)"
+        )
+    with capsys.disabled():
+        sys.stderr.write("\n" + "\n".join(lines) + "\n")
+
+
+PROBE = r"""
+import asyncio, json, sys
+import numpy as np
+from agentiqa_cli.vlm.base import ImagePart, Message, VLMRequest
+from agentiqa_cli.vlm.inprocess import InProcessVLM
+
+schema, levels = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+
+def msgs(seed):
+    px = np.random.default_rng(seed).random((200, 300, 3), dtype=np.float32)
+    img = ImagePart(sha256=f"{seed:064x}", path="mem.png", pixels=px)
+    return [Message(role="user", text="Assess this image.", images=[img])]
+
+async def main():
+    vlm = InProcessVLM(sys.argv[3], engine_args={
+        "dtype": "float32", "max_model_len": 4096, "enforce_eager": True, "seed": 0,
+        "structured_outputs_config": {"backend": "guidance", "disable_any_whitespace": True},
+    })
+    await vlm.check()
+    calls = []
+    inner = vlm._llm.chat
+    def spy(convs, **kw):
+        calls.append(len(convs))
+        return inner(convs, **kw)
+    vlm._llm.chat = spy
+    reqs = [VLMRequest(role="plan", messages=msgs(i), json_schema=schema, max_tokens=400)
+            for i in range(3)]
+    reqs.append(VLMRequest(role="score", messages=msgs(9), choices=levels, top_logprobs=5,
+                           max_tokens=8))
+    reqs.append(VLMRequest(role="plan", messages=msgs(5), json_schema=schema, max_tokens=3))
+    res = await asyncio.gather(*(vlm.complete(r) for r in reqs), return_exceptions=True)
+    await vlm.aclose()
+    out = [{"error": str(r)} if isinstance(r, BaseException) else r.model_dump() for r in res]
+    print("PROBE-RESULT " + json.dumps({"replies": out, "chat_calls": calls}))
+
+asyncio.run(main())
+"""
+
+
+def test_inprocess_backend_batches_on_the_real_engine() -> None:
+    _skip_or_fail()
+    env = vllm_server.server_env()
+    env["PYTHONPATH"] = str(vllm_server.ROOT)
+    proc = subprocess.run(
+        [
+            str(vllm_server.venv_python()),
+            "-c",
+            PROBE,
+            json.dumps(PLAN_SCHEMA),
+            json.dumps(LEVELS),
+            str(vllm_server.model_dir()),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=400,
+        cwd=vllm_server.ROOT,
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("PROBE-RESULT ")), None)
+    assert line is not None, proc.stderr[-3000:]
+    result = json.loads(line.removeprefix("PROBE-RESULT "))
+    replies = result["replies"]
+    assert result["chat_calls"] == [5], "the five concurrent requests went as one LLM.chat batch"
+    for r in replies[:3]:
+        jsonschema.validate(json.loads(r["text"]), PLAN_SCHEMA)
+        assert r["usage"]["prompt_tokens"] > 54 and r["finish_reason"] == "stop"
+    score = replies[3]
+    assert score["text"] in LEVELS and score["top_logprobs"], score
+    assert "finish_reason=length" in replies[4]["error"]
