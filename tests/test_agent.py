@@ -1,0 +1,189 @@
+"""The agent pipeline with a scripted VLM: schemas, caches, switches, fusion, replanning."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentiqa_cli.agent.fusion import fuse, softmax_levels
+from agentiqa_cli.batch import Decoder, Pair
+from agentiqa_cli.config import Settings
+from agentiqa_cli.errors import VLMError
+from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.session import Session
+from agentiqa_cli.vlm.base import VLMReply, VLMRequest
+from agentiqa_cli.vlm.fake import ScriptedVLM
+from tests.conftest import natural_like, save_rgb
+
+PLAN_GLOBAL = {
+    "query_type": "IQA", "query_scope": "Global", "distortion_source": "inferred",
+    "distortions": None, "reference_mode": "No-Reference", "required_tools": None,
+    "plan": {"distortion_detection": True, "distortion_analysis": True,
+             "tool_selection": True, "tool_execute": True},
+}  # fmt: skip
+EXAMINE_NOISE = {"distortion_analysis": {"Global": [
+    {"type": "Noise", "severity": "moderate", "explanation": "grain in flat areas"}]}}  # fmt: skip
+SELECT_NOISE = {"selected_tools": {"Global": {"Noise": "piqe"}}}
+
+
+def summary_reply(level: str = "good", sufficient: bool = True, lps: dict[str, float] | None = None) -> VLMReply:
+    body = {"level": level, "answer": f"{level} overall", "reasoning": "as measured", "sufficient": sufficient}
+    text = json.dumps(body, separators=(",", ":"))
+    tokens = ['{"', "level", '":"', level, '","', "answer", '":"', "rest", '"}']
+    top: list[dict[str, float]] = [{} for _ in tokens]
+    top[3] = lps or {level: -0.05}
+    return VLMReply(text=text, tokens=tokens, top_logprobs=top, finish_reason="stop", model="scripted")
+
+
+def make_session(tmp_path: Path, **settings: Any) -> Session:
+    s = Settings(tools=["piqe"], concurrency=2, **settings)
+    return Session(s)
+
+
+def pairs(tmp_path: Path, n: int, session: Session) -> list[Pair]:
+    dec = Decoder(10**8)
+    out = []
+    for i in range(n):
+        p = save_rgb(tmp_path / f"img{i}.png", natural_like(64, 80, seed=i))
+        job = Job(image=p, root=tmp_path)
+        img, ref = dec.decode(job)
+        out.append(Pair(job, img, ref, key=f"k{i}"))
+    return out
+
+
+def run_agent(session: Session, vlm: ScriptedVLM, items: list[Pair], trace: Path | None = None, query: str | None = None) -> list[Any]:
+    session.__dict__["vlm"] = vlm  # inject the fake behind the cached property
+    tracer = TraceWriter(trace)
+    agent = session.agent(tracer, query=query)
+
+    async def go() -> list[Any]:
+        return await asyncio.gather(*(agent(p) for p in items))
+
+    try:
+        return asyncio.run(go())
+    finally:
+        tracer.close()
+
+
+def test_calls_per_image_plan_once_select_cached(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
+                       "summarize": lambda r: summary_reply()})  # fmt: skip
+    results = run_agent(session, vlm, pairs(tmp_path, 5, session))
+    assert [len(vlm.calls(r)) for r in ("planner", "examine", "select", "summarize")] == [1, 5, 1, 5]
+    assert sum(r.usage.calls for r in results) == len(vlm.requests) == 12
+    # every role asked with a constrained schema; the summarizer also for log-probabilities
+    assert all(req.json_schema for req in vlm.requests)
+    assert all(req.top_logprobs > 0 for req in vlm.calls("summarize"))
+    # examine and summarize see the image (by hash in the trace), the planner does not
+    assert all(len(req.messages[-1].images) == 1 for req in vlm.calls("examine"))
+    assert not vlm.calls("planner")[0].messages[-1].images
+    for r in results:
+        assert r.status == "ok"
+        assert [t.tool for t in r.tools] == ["piqe"] and r.tools[0].distortion == "Noise"
+        assert r.distortions_cell() == "noise:moderate"
+
+
+def test_fusion_uses_summarizer_logprobs(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    lps = {"good": math.log(0.7), "fair": math.log(0.2), "excellent": math.log(0.1)}
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
+                       "summarize": lambda r: summary_reply("good", lps=lps)})  # fmt: skip
+    (result,) = run_agent(session, vlm, pairs(tmp_path, 1, session))
+    norm = result.tools[0].norm
+    expected = fuse([norm], softmax_levels(lps))
+    assert result.score == pytest.approx(expected)
+    # differs from the uniform-p fusion: the log-probabilities were really used
+    assert result.score != pytest.approx(fuse([norm], None))
+
+
+def test_no_logprobs_means_uniform_p(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    body = {"level": "excellent", "answer": "a", "reasoning": "b", "sufficient": True}
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
+                       "summarize": body})  # fmt: skip
+    (result,) = run_agent(session, vlm, pairs(tmp_path, 1, session))
+    assert result.score == pytest.approx(fuse([result.tools[0].norm], None))
+
+
+def test_replans_at_most_twice(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
+                       "summarize": lambda r: summary_reply(sufficient=False)})  # fmt: skip
+    trace = tmp_path / "t.jsonl"
+    (result,) = run_agent(session, vlm, pairs(tmp_path, 1, session), trace)
+    assert len(vlm.calls("summarize")) == 3  # first round + 2 replans
+    assert len(vlm.calls("planner")) == 3  # the plan, then one per replan
+    feedback = [r.messages[-1].text + r.messages[0].text for r in vlm.calls("planner")[1:]]
+    assert all("round" in f for f in feedback)
+    assert result.status == "ok" and result.score is not None
+
+
+def test_switches_obeyed_for_other_query(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    plan = dict(PLAN_GLOBAL, query_type="Other", plan={k: False for k in PLAN_GLOBAL["plan"]})
+    vlm = ScriptedVLM({"planner": plan, "summarize": lambda r: summary_reply("fair")})
+    (result,) = run_agent(session, vlm, pairs(tmp_path, 1, session), query="Is it beautiful?")
+    assert not vlm.calls("examine") and not vlm.calls("select")
+    assert result.tools == []
+    # no tools: q = Σ p_c c from the level probabilities alone
+    assert result.score == pytest.approx(fuse([], softmax_levels({"fair": -0.05})))
+
+
+def test_explicit_distortion_analysed_not_detected(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    plan = dict(PLAN_GLOBAL, distortion_source="explicit", distortions={"Global": ["Blurs"]},
+                plan=dict(PLAN_GLOBAL["plan"], distortion_detection=False))  # fmt: skip
+    analysis = {"distortion_analysis": {"Global": [{"type": "Blurs", "severity": "severe", "explanation": "soft"}]}}
+    vlm = ScriptedVLM({"planner": plan, "analyze": analysis,
+                       "select": {"selected_tools": {"Global": {"Blurs": "piqe"}}},
+                       "summarize": lambda r: summary_reply("poor")})  # fmt: skip
+    (result,) = run_agent(session, vlm, pairs(tmp_path, 1, session), query="Is it blurry?")
+    assert not vlm.calls("examine") and len(vlm.calls("analyze")) == 1
+    schema = vlm.calls("analyze")[0].json_schema
+    assert "Blurs" in json.dumps(schema)
+    assert result.distortions_cell() == "blurs:severe"
+
+
+def test_invalid_json_reasked_then_error(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": ['{"distortion_analysis": ', "not json"]})
+    items = pairs(tmp_path, 1, session)
+    with pytest.raises(VLMError, match="not valid JSON"):
+        run_agent(session, vlm, items)
+    assert len(vlm.calls("examine")) == 2  # asked again once
+
+
+def test_truncated_reply_is_an_error(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+
+    def truncated(req: VLMRequest) -> VLMReply:
+        return VLMReply(text='{"distortion_analysis": {"Glo', finish_reason="length")
+
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": truncated})
+    with pytest.raises(VLMError, match="truncated"):
+        run_agent(session, vlm, pairs(tmp_path, 1, session))
+
+
+def test_trace_has_every_step_without_pixels(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
+                       "summarize": lambda r: summary_reply()})  # fmt: skip
+    trace = tmp_path / "t.jsonl"
+    items = pairs(tmp_path, 1, session)
+    run_agent(session, vlm, items, trace)
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    steps = [e["step"] for e in events]
+    for step in ("plan", "analyze", "select", "tool", "summarize", "final"):
+        assert step in steps
+    text = trace.read_text()
+    assert items[0].image.sha256 in text
+    assert "\"pixels\"" not in text  # images appear by hash, never as bytes
+    summ = next(e for e in events if e["step"] == "summarize")
+    assert summ["reply"]["top_logprobs"] and summ["parsed"]["level"] == "good"
