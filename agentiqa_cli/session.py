@@ -89,6 +89,32 @@ class Session:
         )
         return Agent(self.asker(trace, query), self.cards, self.runner, options)
 
+    async def connect(self, agent: Any) -> str | None:
+        """Check the VLM once before a batch, so a dead server or a wrong model fails once.
+
+        A wrong model name is a configuration error. An unreachable server raises
+        ``VLMUnreachableError`` (every image then gets an error row), unless
+        ``--vlm-fallback rules`` is set: then the run continues on the rules backend and
+        the returned note says so.
+        """
+        from agentiqa_cli.errors import VLMError, VLMUnreachableError
+
+        check = getattr(self.vlm, "check", None)
+        if check is None:
+            return None
+        try:
+            await check()
+        except VLMUnreachableError as e:
+            if self.settings.vlm_fallback != "rules":
+                raise
+            from agentiqa_cli.agent.rules import RulesVLM
+
+            agent.ask.vlm = RulesVLM(self.cards)
+            return f"{e}; continuing with the rules backend (--vlm-fallback rules)"
+        except VLMError as e:
+            raise ConfigError(str(e)) from None
+        return None
+
     def prompt_versions(self) -> dict[str, str]:
         return {name: p.fingerprint for name, p in self.prompts.items()}
 
@@ -146,8 +172,7 @@ def build_vlm(settings: Settings, cards: CardSet) -> Any:
     if spec.startswith(("http://", "https://")):
         from agentiqa_cli.vlm.http import OpenAIHTTPVLM
 
-        if not settings.model:
-            raise ConfigError("--model is required with an HTTP VLM (the name the server serves)")
+        # without --model the server's only model is used (checked before the batch)
         return OpenAIHTTPVLM(
             base_url=spec,
             model=settings.model,

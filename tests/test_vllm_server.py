@@ -172,6 +172,36 @@ def test_five_level_choice_with_top_logprobs(server: vllm_server.VLLMServer) -> 
     assert any(answer.startswith(tok) for tok in first)
 
 
+def test_level_logprobs_inside_json_reach_the_fusion(server: vllm_server.VLLMServer) -> None:
+    """The summarizer's shape: JSON whose first value is the level. The tokens and their
+    top log-probabilities must let the pipeline find the level's position and read p_c."""
+    from agentiqa_cli.agent.fusion import level_logprobs
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "level": {"enum": LEVELS},
+            "answer": {"type": "string", "maxLength": 20},
+        },
+        "required": ["level", "answer"],
+        "additionalProperties": False,
+    }
+    req = VLMRequest(
+        role="summarize",
+        messages=user("Rate it.", seed=3),
+        json_schema=schema,
+        top_logprobs=5,
+        max_tokens=120,
+    )
+    reply = run(lambda v: v.complete(req), **opts(server))
+    value = parse_json_reply(reply, schema)
+    assert reply.tokens is not None and reply.top_logprobs is not None
+    assert "".join(reply.tokens) == reply.text + "<|im_end|>"  # the stop token is generated
+    assert len(reply.tokens) == len(reply.top_logprobs) == reply.usage.completion_tokens
+    levels = level_logprobs(reply, prefix='{"level":"')
+    assert levels is not None and value["level"] in levels, (reply.tokens[:6], levels)
+
+
 def test_truncated_json_is_an_error(server: vllm_server.VLLMServer) -> None:
     req = VLMRequest(role="planner", messages=user("Plan."), json_schema=PLAN_SCHEMA, max_tokens=4)
     with pytest.raises(VLMError, match="finish_reason=length"):
@@ -231,7 +261,6 @@ def msgs(seed):
 async def main():
     vlm = InProcessVLM(sys.argv[3], engine_args={
         "dtype": "float32", "max_model_len": 4096, "enforce_eager": True, "seed": 0,
-        "structured_outputs_config": {"backend": "guidance", "disable_any_whitespace": True},
     })
     await vlm.check()
     calls = []
@@ -284,3 +313,65 @@ def test_inprocess_backend_batches_on_the_real_engine() -> None:
     score = replies[3]
     assert score["text"] in LEVELS and score["top_logprobs"], score
     assert "finish_reason=length" in replies[4]["error"]
+
+
+def test_assess_end_to_end_against_the_server(
+    server: vllm_server.VLLMServer, tmp_path: Path
+) -> None:
+    """`agentiqa assess --vlm URL` on real images: every constrained reply parses, the
+    level log-probabilities in the trace are the p used in fusion, rows are whole, and the
+    API key never reaches the trace. The model is noise, so no assertion on content."""
+    import pandas as pd
+    from PIL import Image
+
+    from agentiqa_cli.agent.fusion import fuse, level_logprobs, softmax_levels
+    from agentiqa_cli.agent.pipeline import SUMMARY_PREFIX
+    from agentiqa_cli.agent.replies import AnalyzeReply, ScoreReply, SelectReply
+    from agentiqa_cli.agent.roles import parse_reply
+    from agentiqa_cli.records import Plan
+    from agentiqa_cli.vlm.base import VLMReply
+
+    imgs = tmp_path / "imgs"
+    imgs.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(3):
+        yy, xx = np.mgrid[0:96, 0:128]
+        base = (0.5 + 0.4 * np.sin(xx / (5 + i)) * np.cos(yy / 7))[..., None].repeat(3, 2)
+        arr = np.clip(base + rng.normal(0, 0.02 * i, base.shape), 0, 1)
+        Image.fromarray((arr * 255).astype(np.uint8)).save(imgs / f"{i}.png")
+    out = tmp_path / "r.csv"
+    env = {**os.environ, "AGENTIQA_API_KEY": KEY}
+    cmd = [sys.executable, "-m", "agentiqa_cli", "assess", str(imgs), "--vlm", server.base_url,
+           "--model", vllm_server.SERVED_NAME, "-o", str(out), "-j", "3", "-q"]  # fmt: skip
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    df = pd.read_csv(out)
+    assert len(df) == 3 and (df["status"] == "ok").all()
+    assert df["score"].between(1, 5).all() and (df["vlm_calls"] >= 2).all()
+    text = (tmp_path / "r.trace.jsonl").read_text()
+    assert KEY not in text
+    events = [json.loads(line) for line in text.splitlines()]
+    models = {"plan": Plan, "analyze": AnalyzeReply, "select": SelectReply, "summarize": ScoreReply}
+    last_summary: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e["step"] in models and "reply" in e:
+            reply = VLMReply(text=e["reply"]["text"], finish_reason=e["reply"]["finish_reason"])
+            parse_reply(reply, models[e["step"]])  # every constrained reply parses
+            assert e["request"]["constrained"]
+        if e["step"] == "summarize" and "reply" in e:
+            last_summary[e["image"]] = e
+    finals = [e for e in events if e["step"] == "final"]
+    assert len(finals) == 3
+    for f in finals:
+        s = last_summary[f["image"]]["reply"]
+        assert s["top_logprobs"], "the level's log-probabilities must be requested and returned"
+        lp = level_logprobs(
+            VLMReply(text=s["text"], tokens=s["tokens"], top_logprobs=s["top_logprobs"]),
+            SUMMARY_PREFIX,
+        )
+        assert lp, "the level position must carry level tokens"
+        p = softmax_levels(lp)
+        assert f["parsed"]["p"] == pytest.approx(p)
+        row = df[df["image"] == f["image"]].iloc[0]
+        norms = [float(x.split("=")[1]) for x in str(row["tools"]).split(";") if "=" in x]
+        assert row["score"] == pytest.approx(fuse(norms, p), abs=2e-3)

@@ -252,12 +252,13 @@ def test_choices_with_top_logprobs(server: ScriptedServer) -> None:
     assert not any(k.startswith("guided_") for k in all_keys(body))
     assert check_choice(reply, LEVELS) == "good"
     assert reply.top_logprobs == [{"good": -0.5, "fair": -1.5}, {"<|im_end|>": 0.0}]
+    assert reply.tokens == ["good", "<|im_end|>"]
 
 
 def test_missing_logprobs_gives_none_not_an_error(server: ScriptedServer) -> None:
     server.queue(Reply(body=completion("fair", logprobs=None)))
     reply = run(backend(server.url), lambda v: v.complete(request(choices=LEVELS, top_logprobs=5)))
-    assert reply.text == "fair" and reply.top_logprobs is None
+    assert reply.text == "fair" and reply.top_logprobs is None and reply.tokens is None
 
 
 def test_choice_outside_the_set_is_rejected(server: ScriptedServer) -> None:

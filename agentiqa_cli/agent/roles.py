@@ -140,6 +140,8 @@ class Asker:
                     "text": reply.text,
                     "finish_reason": reply.finish_reason,
                     "model": reply.model,
+                    # enough positions to re-derive the level distribution from the trace
+                    "tokens": reply.tokens[:32] if reply.tokens else None,
                     "top_logprobs": reply.top_logprobs[:32] if reply.top_logprobs else None,
                 },
                 parsed=parsed,

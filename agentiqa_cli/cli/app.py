@@ -16,6 +16,7 @@ app = typer.Typer(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: readable at 80 columns and in the README
 )
 tools_app = typer.Typer(help="The tool cards, and which tools can run here.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")

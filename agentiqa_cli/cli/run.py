@@ -34,6 +34,7 @@ from agentiqa_cli.cli.options import (
     VlmOpt,
     make_settings,
 )
+from agentiqa_cli.errors import VLMUnreachableError
 from agentiqa_cli.gate import evaluate_gate
 
 
@@ -113,13 +114,22 @@ def _run(
     quiet: bool,
     label: str,
     closer: Any = None,
+    startup: Any = None,
 ) -> Any:
     from agentiqa_cli.batch import run_batch
 
     reporter = ui.Reporter(len(jobs), label, quiet)
 
     async def go() -> Any:
+        nonlocal process
         try:
+            if startup is not None:
+                try:
+                    note = await startup()
+                    if note:
+                        ui.warn(note)
+                except VLMUnreachableError as e:
+                    process = _failing(e)  # every image gets its error row; no per-image retries
             return await run_batch(
                 jobs,
                 process,
@@ -137,6 +147,13 @@ def _run(
 
     with reporter.running():
         return asyncio.run(go())
+
+
+def _failing(error: Exception) -> Any:
+    async def process(pair: Any) -> Any:
+        raise error
+
+    return process
 
 
 def _detail(r: Any) -> str:
@@ -329,6 +346,7 @@ def assess(
             quiet,
             "assess",
             closer=session.vlm.aclose,
+            startup=lambda: session.connect(agent),
         )
     _finish(
         summary.results,

@@ -40,7 +40,13 @@ def fit_logistic(x: ArrayLike, y: ArrayLike) -> tuple[list[float], float]:
     xr = float(np.ptp(xa)) or 1.0
     yr = float(np.ptp(ya)) or 1.0
     # bounds keep nearly linear data from drifting to huge cancelling parameters
-    lower = [-50 * yr, -100 / spread, float(xa.min()) - xr, -10 * yr / xr, float(ya.min()) - 50 * yr]
+    lower = [
+        -50 * yr,
+        -100 / spread,
+        float(xa.min()) - xr,
+        -10 * yr / xr,
+        float(ya.min()) - 50 * yr,
+    ]
     upper = [50 * yr, 100 / spread, float(xa.max()) + xr, 10 * yr / xr, float(ya.max()) + 50 * yr]
     best: tuple[list[float], float] | None = None
     for sign in (1.0, -1.0):

@@ -136,8 +136,13 @@ class OpenAIHTTPVLM:
             async with self._model_lock:
                 if self.model is None:
                     await self.check()
-        body = self.build_body(request)
         async with self._sem:
+            # Encoding images is CPU work: keep it off the event loop (the tool stage runs
+            # there too) and inside the semaphore so at most `concurrency` bodies exist at once.
+            if any(m.images for m in request.messages):
+                body = await asyncio.to_thread(self.build_body, request)
+            else:
+                body = self.build_body(request)
             t0 = time.perf_counter()
             data = await self._send("POST", "/chat/completions", body)
             latency = time.perf_counter() - t0
@@ -203,9 +208,11 @@ class OpenAIHTTPVLM:
                 "(finish_reason=length): the JSON is incomplete"
             )
         usage = data.get("usage") or {}
+        tokens, top = _logprobs(choice.get("logprobs")) if request.top_logprobs else (None, None)
         return VLMReply(
             text=text,
-            top_logprobs=_top_logprobs(choice.get("logprobs")) if request.top_logprobs else None,
+            tokens=tokens,
+            top_logprobs=top,
             usage=Usage(
                 calls=1,
                 prompt_tokens=int(usage.get("prompt_tokens") or 0),
@@ -287,28 +294,30 @@ def _schema_name(role: str) -> str:
     return cleaned or "reply"
 
 
-def _top_logprobs(logprobs: Any) -> list[dict[str, float]] | None:
-    """OpenAI ``logprobs.content`` → one {token: logprob} per generated position.
+def _logprobs(logprobs: Any) -> tuple[list[str] | None, list[dict[str, float]] | None]:
+    """OpenAI ``logprobs.content`` → (generated tokens, one {token: logprob} per position).
 
-    The sampled token is always included. Alternatives vLLM reports as -9999 (tokens the
-    grammar masked out at that position) are dropped: they are not real probabilities.
+    The sampled token is always in its position's dict. Alternatives vLLM reports as -9999
+    (tokens the output grammar masked out there) are dropped: they are not probabilities.
     """
     if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
-        return None
-    out: list[dict[str, float]] = []
+        return None, None
+    tokens: list[str] = []
+    tops: list[dict[str, float]] = []
     for pos in logprobs["content"]:
-        if not isinstance(pos, dict):
-            return None
+        if not isinstance(pos, dict) or "token" not in pos:
+            return None, None
         d: dict[str, float] = {}
         for alt in pos.get("top_logprobs") or []:
             if isinstance(alt, dict) and "token" in alt and alt.get("logprob") is not None:
                 lp = float(alt["logprob"])
                 if math.isfinite(lp) and lp > _MASKED:
                     d.setdefault(str(alt["token"]), lp)
-        if "token" in pos and pos.get("logprob") is not None:
+        if pos.get("logprob") is not None:
             d.setdefault(str(pos["token"]), float(pos["logprob"]))
-        out.append(d)
-    return out or None
+        tokens.append(str(pos["token"]))
+        tops.append(d)
+    return (tokens, tops) if tokens else (None, None)
 
 
 def _describe(e: Exception) -> str:

@@ -139,7 +139,13 @@ class InProcessVLM:
                 "--vlm vllm:MODEL needs vLLM in this environment: pip install 'agentiqa[vllm]' "
                 "(or serve the model with vLLM and pass its URL to --vlm)"
             ) from None
-        args: dict[str, Any] = {"limit_mm_per_prompt": {"image": 1, "video": 0}}
+        args: dict[str, Any] = {
+            "limit_mm_per_prompt": {"image": 1, "video": 0},
+            # Compact JSON always terminates (free whitespace lets a weak model ramble
+            # forever), and guidance kept control characters out of JSON strings where
+            # xgrammar did not (vLLM 0.32).
+            "structured_outputs_config": {"backend": "guidance", "disable_any_whitespace": True},
+        }
         args.update(self.engine_args)
         try:
             return vllm.LLM(model=self.model, **args)
@@ -187,9 +193,13 @@ class InProcessVLM:
                 f"VLM reply for {request.role!r} was cut at max_tokens={request.max_tokens} "
                 "(finish_reason=length): the JSON is incomplete"
             )
+        tokens, top = (
+            _logprobs(out.token_ids, out.logprobs) if request.top_logprobs else (None, None)
+        )
         return VLMReply(
             text=out.text,
-            top_logprobs=_top_logprobs(out.logprobs) if request.top_logprobs else None,
+            tokens=tokens,
+            top_logprobs=top,
             usage=Usage(
                 calls=1,
                 prompt_tokens=len(output.prompt_token_ids or []),
@@ -200,20 +210,32 @@ class InProcessVLM:
         )
 
 
-def _top_logprobs(positions: Any) -> list[dict[str, float]] | None:
-    """vLLM's per-position {token_id: Logprob} → {decoded token: logprob}."""
+def _logprobs(
+    token_ids: Any, positions: Any
+) -> tuple[list[str] | None, list[dict[str, float]] | None]:
+    """vLLM's per-position {token_id: Logprob} → (generated tokens, {token: logprob} each).
+
+    Each position holds the top-N and the sampled token; -9999 entries (masked by the
+    output grammar) are dropped, except the sampled token itself is always kept.
+    """
     if not positions:
-        return None
-    out: list[dict[str, float]] = []
-    for pos in positions:
+        return None, None
+    tokens: list[str] = []
+    tops: list[dict[str, float]] = []
+    for tid, pos in zip(token_ids, positions, strict=False):
+        entries = pos or {}
         d: dict[str, float] = {}
-        for tid, lp in sorted((pos or {}).items(), key=lambda kv: -kv[1].logprob):
-            if math.isfinite(lp.logprob) and lp.logprob > _MASKED:
-                d.setdefault(
-                    lp.decoded_token if lp.decoded_token is not None else str(tid), lp.logprob
-                )
-        out.append(d)
-    return out
+        for other, lp in sorted(entries.items(), key=lambda kv: -kv[1].logprob):
+            if other == tid or (math.isfinite(lp.logprob) and lp.logprob > _MASKED):
+                d.setdefault(_decoded(other, lp), lp.logprob)
+        sampled = entries.get(tid)
+        tokens.append(_decoded(tid, sampled) if sampled is not None else str(tid))
+        tops.append(d)
+    return (tokens, tops) if tokens else (None, None)
+
+
+def _decoded(tid: int, lp: Any) -> str:
+    return lp.decoded_token if lp.decoded_token is not None else str(tid)
 
 
 def _one_line(e: BaseException) -> str:

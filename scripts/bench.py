@@ -1,0 +1,279 @@
+"""`make bench`: throughput and cost figures, each against the obvious alternative.
+
+Not a test: it prints numbers. Sections (each says what it compares):
+  1. score, full-reference psnr+ssim+gmsd on 200 generated 512×384 pairs, against pyiqa's own
+     command line on the same folders in the same run;
+  2. score with the default no-reference set on the same 200 images;
+  3. the built-in signal detectors on one 1024×768 image, per detector;
+  4. the agent with an instant fake VLM on 100 images and one query: VLM calls and tokens
+     per image, and the agent's overhead per image on top of the tools it ran;
+  5. the HTTP backend against the tiny vLLM server (when .venv-vllm exists): images/s at
+     concurrency 1 vs 8, tokens per image, backend overhead per request;
+  6. eval-bench synth on the photos bundled with scikit-image: the rules agent against
+     every weight-free no-reference tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".cache" / "bench"
+BIN = Path(sys.executable).parent
+
+
+def header(title: str) -> None:
+    print(f"\n== {title}", flush=True)
+
+
+def timed(cmd: list[str], **kw: object) -> tuple[float, subprocess.CompletedProcess[str]]:
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
+    return time.perf_counter() - t0, r
+
+
+def make_pairs(n: int, size: tuple[int, int]) -> tuple[Path, Path]:
+    """n reference/distorted pairs (w×h) cut from the bundled photos, distorted at random."""
+    from agentiqa_cli.bench.synth import KINDS, bundled_photos
+
+    ref_dir, dist_dir = WORK / "ref", WORK / "dist"
+    if ref_dir.exists() and len(list(ref_dir.glob("*.png"))) == n:
+        return ref_dir, dist_dir
+    shutil.rmtree(WORK, ignore_errors=True)
+    ref_dir.mkdir(parents=True)
+    dist_dir.mkdir(parents=True)
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    photos = bundled_photos()
+    kinds = sorted(KINDS)
+    w, h = size
+    for i in range(n):
+        photo = photos[i % len(photos)]
+        ph, pw = photo.shape[:2]
+        scale = max(w / pw, h / ph) * rng.uniform(1.0, 1.6)
+        im = Image.fromarray((photo * 255).astype(np.uint8)).resize(
+            (max(w, int(pw * scale)), max(h, int(ph * scale))), Image.Resampling.BICUBIC
+        )
+        x = int(rng.integers(0, im.width - w + 1))
+        y = int(rng.integers(0, im.height - h + 1))
+        ref = np.asarray(im.crop((x, y, x + w, y + h)), dtype=np.float32) / 255.0
+        kind = kinds[i % len(kinds)]
+        dist = KINDS[kind](ref, int(rng.integers(1, 6)), np.random.default_rng(i))
+        Image.fromarray((ref * 255).round().astype(np.uint8)).save(ref_dir / f"{i:03d}.png")
+        Image.fromarray((np.clip(dist, 0, 1) * 255).round().astype(np.uint8)).save(dist_dir / f"{i:03d}.png")
+    return ref_dir, dist_dir
+
+
+def bench_score(n: int) -> None:
+    ref, dist = make_pairs(n, (512, 384))
+    agentiqa = str(BIN / "agentiqa")
+    header(f"1. score, FR psnr+ssim+gmsd, {n} pairs of 512×384 (end to end, incl. start-up)")
+    t_ours, r = timed([agentiqa, "score", str(dist), "--ref", str(ref), "--tools", "psnr,ssim,gmsd",
+                       "-o", str(WORK / "fr.csv"), "-q", "-j", "2"])  # fmt: skip
+    if r.returncode != 0:
+        print(r.stderr[-2000:])
+    t_pyiqa, r2 = timed([str(BIN / "pyiqa"), "psnr", "ssim", "gmsd", "-t", str(dist), "-r", str(ref)])
+    ok2 = r2.returncode == 0
+    print(f"agentiqa score : {t_ours:7.2f} s  {n / t_ours:6.1f} images/s  (CSV + JSONL trace + 1-5 normalization)")
+    print(f"pyiqa CLI      : {t_pyiqa:7.2f} s  {n / t_pyiqa:6.1f} images/s  (prints raw scores)" + ("" if ok2 else f"  FAILED: {r2.stderr[-300:]}"))
+    print(f"speed-up       : {t_pyiqa / t_ours:.2f}× (agentiqa over pyiqa's CLI)")
+
+    from agentiqa_cli.tools.defaults import DEFAULT_NR_TOOLS
+
+    header(f"2. score, default no-reference set ({', '.join(DEFAULT_NR_TOOLS)}), same {n} images")
+    t_nr, r = timed([agentiqa, "score", str(dist), "-o", str(WORK / "nr.csv"), "-q", "-j", "2"])
+    if r.returncode not in (0, 1):
+        print(r.stderr[-2000:])
+    print(f"agentiqa score : {t_nr:7.2f} s  {n / t_nr:6.1f} images/s")
+
+
+def bench_detectors() -> None:
+    from agentiqa_cli.imaging.load import LoadedImage
+    from agentiqa_cli.tools.detectors import DETECTORS
+    from agentiqa_cli.bench.synth import bundled_photos
+    from PIL import Image
+
+    header("3. built-in signal detectors on one 1024×768 image (one core, median of 20 runs)")
+    photo = bundled_photos()[0]
+    im = Image.fromarray((photo * 255).astype(np.uint8)).resize((1024, 768))
+    px = np.asarray(im, dtype=np.float32) / 255.0
+    total = 0.0
+    for name, fn in DETECTORS.items():
+        times = []
+        for _ in range(20):
+            img = LoadedImage(path=Path("x.png"), pixels=px, sha256="x")  # fresh caches each run
+            t0 = time.perf_counter()
+            fn(img)
+            times.append(time.perf_counter() - t0)
+        ms = 1000 * float(np.median(times))
+        total += ms
+        print(f"{name:16s} {ms:7.2f} ms")
+    # all together on one image, sharing the image's cached grey/downscaled planes
+    times = []
+    for _ in range(20):
+        img = LoadedImage(path=Path("x.png"), pixels=px, sha256="x")
+        t0 = time.perf_counter()
+        for fn in DETECTORS.values():
+            fn(img)
+        times.append(time.perf_counter() - t0)
+    print(f"{'all together':16s} {1000 * float(np.median(times)):7.2f} ms  (target < 50 ms; sum of separate runs {total:.1f} ms)")
+
+
+def fake_vlm() -> object:
+    """Answers every role instantly with a valid reply shaped by the request."""
+    from agentiqa_cli.agent.rules import rank_tools
+    from agentiqa_cli.vlm.base import VLMReply, VLMRequest
+    from agentiqa_cli.vlm.fake import ScriptedVLM
+
+    def reply(req: VLMRequest) -> object:
+        if req.role == "planner":
+            return {"query_type": "IQA", "query_scope": "Global", "distortion_source": "inferred",
+                    "distortions": None, "reference_mode": "No-Reference", "required_tools": None,
+                    "plan": {"distortion_detection": True, "distortion_analysis": True,
+                             "tool_selection": True, "tool_execute": True}}  # fmt: skip
+        if req.role == "examine":
+            return {"distortion_analysis": {"Global": [
+                {"type": "Noise", "severity": "slight", "explanation": "fine grain"}]}}  # fmt: skip
+        if req.role == "select":
+            return {"selected_tools": {"Global": {"Noise": req.context["candidates"][0]}}}
+        text = '{"level":"good","answer":"good","reasoning":"ok","sufficient":true}'
+        toks = ['{"', "level", '":"', "good", '","', "answer"]
+        top = [{}, {}, {}, {"good": -0.1, "fair": -2.4, "excellent": -3.0}, {}, {}]
+        return VLMReply(text=text, tokens=toks, top_logprobs=top, finish_reason="stop")
+
+    _ = rank_tools
+    return ScriptedVLM(default=reply)
+
+
+def bench_agent(n: int) -> None:
+    from agentiqa_cli.batch import run_batch
+    from agentiqa_cli.config import Settings
+    from agentiqa_cli.imaging.discover import discover, pair
+    from agentiqa_cli.io.trace import TraceWriter
+    from agentiqa_cli.scoring import ToolScorer
+    from agentiqa_cli.session import Session
+
+    _, dist = make_pairs(200, (512, 384))
+    jobs = pair(discover([str(dist)]), None)[:n]
+    header(f"4. agent with an instant fake VLM, {len(jobs)} images, one query")
+    session = Session(Settings(concurrency=4))
+    vlm = fake_vlm()
+    session.__dict__["vlm"] = vlm
+    trace = TraceWriter(None)
+    agent = session.agent(trace)
+
+    async def run(process: object) -> object:
+        return await run_batch(jobs, process, fingerprint="bench", decoder=session.decoder,
+                               writer=None, trace=trace, concurrency=4)  # fmt: skip
+
+    # warm up metric objects so both runs pay the same
+    asyncio.run(run(agent))
+    vlm.requests.clear()  # type: ignore[attr-defined]
+    agent = session.agent(trace)  # fresh caches: the plan and selection count again
+    t0 = time.perf_counter()
+    summary = asyncio.run(run(agent))
+    t_agent = time.perf_counter() - t0
+    results = summary.results  # type: ignore[attr-defined]
+    calls = sum(r.usage.calls for r in results)
+    toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in results)
+    tools_run = sorted({t.tool for r in results for t in r.tools} | {c.name for c in agent.evidence_cards})
+    scorer = ToolScorer(session.runner, session.cards.resolve(tools_run), trace)
+    t0 = time.perf_counter()
+    asyncio.run(run(scorer))
+    t_tools = time.perf_counter() - t0
+    by_role: dict[str, int] = {}
+    for req in vlm.requests:  # type: ignore[attr-defined]
+        by_role[req.role] = by_role.get(req.role, 0) + 1
+    print(f"VLM calls per image : {calls / len(results):.2f}  ({', '.join(f'{k} {v}' for k, v in by_role.items())}; the paper's flow makes ≥ 5)")
+    print(f"tokens per image    : {toks / len(results):.0f} (fake VLM: ~4 characters per token)")
+    print(f"agent               : {t_agent:.2f} s; the same tools alone: {t_tools:.2f} s")
+    print(f"overhead per image  : {1000 * (t_agent - t_tools) / len(results):.2f} ms (target < 5 ms)")
+
+
+def bench_vllm(n: int) -> None:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from tests.vllm_server import VLLMServer, missing
+    except ImportError as e:
+        header(f"5. vLLM server: skipped ({e})")
+        return
+    why = missing()
+    if why:
+        header(f"5. vLLM server: skipped ({why}; run `make vllm-env`)")
+        return
+    from agentiqa_cli.config import Settings
+    from agentiqa_cli.imaging.discover import discover, pair
+    from agentiqa_cli.io.trace import TraceWriter
+    from agentiqa_cli.batch import run_batch
+    from agentiqa_cli.session import Session
+
+    _, dist = make_pairs(200, (512, 384))
+    jobs = pair(discover([str(dist)]), None)[:n]
+    header(f"5. assess against the tiny vLLM server on 127.0.0.1, {len(jobs)} images")
+    with VLLMServer() as server:
+        for conc in (1, 8):
+            session = Session(Settings(vlm=server.base_url, model=server.model_name, concurrency=conc,
+                                       vlm_fallback="none", timeout=120))  # fmt: skip
+            trace = TraceWriter(None)
+            agent = session.agent(trace)
+
+            async def go() -> object:
+                try:
+                    return await run_batch(jobs, agent, fingerprint=f"b{conc}", decoder=session.decoder,
+                                           writer=None, trace=trace, concurrency=conc)  # fmt: skip
+                finally:
+                    await session.vlm.aclose()
+
+            t0 = time.perf_counter()
+            summary = asyncio.run(go())
+            dt = time.perf_counter() - t0
+            res = summary.results  # type: ignore[attr-defined]
+            ok = [r for r in res if r.status == "ok"]
+            toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in res) / max(1, len(res))
+            calls = sum(r.usage.calls for r in res) / max(1, len(res))
+            print(f"concurrency {conc}: {len(res) / dt:6.2f} images/s, {calls:.2f} VLM calls and {toks:.0f} tokens per image, {len(ok)}/{len(res)} ok")
+
+
+def bench_synth() -> None:
+    header("6. eval-bench synth on the photos bundled with scikit-image (rules agent vs single NR tools)")
+    from agentiqa_cli.bench.synth import write_bundled_photos
+
+    clean = WORK / "clean"
+    write_bundled_photos(clean)
+    from agentiqa_cli.tools.defaults import WEIGHT_FREE_NR
+
+    t, r = timed([str(BIN / "agentiqa"), "eval-bench", "synth", str(clean), "--tools", ",".join(WEIGHT_FREE_NR),
+                  "--out-dir", str(WORK / "synth"), "-q"], env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    print(r.stdout)
+    if r.returncode != 0:
+        print(r.stderr[-2000:])
+    print(f"({t:.0f} s)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--images", type=int, default=200)
+    ap.add_argument("--only", nargs="*", type=int, help="section numbers to run")
+    args = ap.parse_args()
+    sections = {1: lambda: bench_score(args.images), 3: bench_detectors, 4: lambda: bench_agent(100),
+                5: lambda: bench_vllm(24), 6: bench_synth}  # fmt: skip
+    for k, fn in sections.items():
+        if args.only and k not in args.only and not (k == 1 and 2 in args.only):
+            continue
+        fn()
+    _ = json
+
+
+if __name__ == "__main__":
+    main()

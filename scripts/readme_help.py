@@ -1,0 +1,56 @@
+"""Keep the README's --help sections generated from the code (like cog).
+
+Blocks look like ``<!-- help: score -->`` … ``<!-- /help -->``; everything between the
+markers is replaced with ``agentiqa score --help`` in a fenced block.
+
+    python scripts/readme_help.py          # rewrite README.md
+    python scripts/readme_help.py --check  # exit 1 if README.md is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import re
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BLOCK = re.compile(r"(<!-- help: ?(?P<cmd>[\w -]*?) -->\n)(?P<body>.*?)(<!-- /help -->)", re.S)
+
+
+def help_text(command: str) -> str:
+    from agentiqa_cli.cli import app
+
+    os.environ["COLUMNS"] = "88"
+    os.environ["TERM"] = "dumb"
+    buf = io.StringIO()
+    args = [*command.split(), "--help"] if command else ["--help"]
+    with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):
+        app(args, prog_name="agentiqa")
+    return buf.getvalue().rstrip() + "\n"
+
+
+def render(text: str) -> str:
+    return BLOCK.sub(lambda m: f"{m.group(1)}```text\n{help_text(m.group('cmd'))}```\n{m.group(4)}", text)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    old = README.read_text(encoding="utf-8")
+    new = render(old)
+    if args.check:
+        if new != old:
+            print("README.md --help sections are stale: run python scripts/readme_help.py", file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(new, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
