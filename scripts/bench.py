@@ -99,10 +99,11 @@ def bench_score(n: int) -> None:
 
 
 def bench_detectors() -> None:
-    from agentiqa_cli.imaging.load import LoadedImage
-    from agentiqa_cli.tools.detectors import DETECTORS
     from agentiqa_cli.bench.synth import bundled_photos
+    from agentiqa_cli.tools.detectors import DETECTORS
     from PIL import Image
+
+    from agentiqa_cli.imaging.load import LoadedImage
 
     header("3. built-in signal detectors on one 1024×768 image (one core, median of 20 runs)")
     photo = bundled_photos()[0]
@@ -214,8 +215,6 @@ def bench_vllm(n: int) -> None:
         return
     from agentiqa_cli.config import Settings
     from agentiqa_cli.imaging.discover import discover, pair
-    from agentiqa_cli.io.trace import TraceWriter
-    from agentiqa_cli.batch import run_batch
     from agentiqa_cli.session import Session
 
     _, dist = make_pairs(200, (512, 384))
@@ -223,26 +222,30 @@ def bench_vllm(n: int) -> None:
     header(f"5. assess against the tiny vLLM server on 127.0.0.1, {len(jobs)} images")
     with VLLMServer() as server:
         for conc in (1, 8):
-            session = Session(Settings(vlm=server.base_url, model=server.model_name, concurrency=conc,
+            session = Session(Settings(vlm=server.base_url, model="tiny-qwen2vl", concurrency=conc,
                                        vlm_fallback="none", timeout=120))  # fmt: skip
-            trace = TraceWriter(None)
-            agent = session.agent(trace)
-
-            async def go() -> object:
-                try:
-                    return await run_batch(jobs, agent, fingerprint=f"b{conc}", decoder=session.decoder,
-                                           writer=None, trace=trace, concurrency=conc)  # fmt: skip
-                finally:
-                    await session.vlm.aclose()
-
             t0 = time.perf_counter()
-            summary = asyncio.run(go())
+            summary = asyncio.run(_assess_all(session, jobs, conc))
             dt = time.perf_counter() - t0
             res = summary.results  # type: ignore[attr-defined]
             ok = [r for r in res if r.status == "ok"]
             toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in res) / max(1, len(res))
             calls = sum(r.usage.calls for r in res) / max(1, len(res))
             print(f"concurrency {conc}: {len(res) / dt:6.2f} images/s, {calls:.2f} VLM calls and {toks:.0f} tokens per image, {len(ok)}/{len(res)} ok")
+
+
+async def _assess_all(session: object, jobs: list[object], conc: int) -> object:
+    from agentiqa_cli.batch import run_batch
+    from agentiqa_cli.io.trace import TraceWriter
+
+    trace = TraceWriter(None)
+    agent = session.agent(trace)  # type: ignore[attr-defined]
+    try:
+        await session.connect(agent)  # type: ignore[attr-defined]
+        return await run_batch(jobs, agent, fingerprint=f"b{conc}", decoder=session.decoder,  # type: ignore[attr-defined]
+                               writer=None, trace=trace, concurrency=conc)  # fmt: skip
+    finally:
+        await session.vlm.aclose()  # type: ignore[attr-defined]
 
 
 def bench_synth() -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image, ImageFilter
+
 from agentiqa_cli.cli import main
 from tests.conftest import natural_like, save_rgb
 

@@ -18,7 +18,7 @@ def test_rgb_png_roundtrip(photo: Path) -> None:
     im = load_image(photo)
     assert im.pixels.shape == (96, 128, 3)
     assert im.pixels.dtype == np.float32
-    assert 0.0 <= im.pixels.min() and im.pixels.max() <= 1.0
+    assert im.pixels.min() >= 0.0 and im.pixels.max() <= 1.0
     assert len(im.sha256) == 64
 
 
@@ -66,7 +66,7 @@ def test_sixteen_bit_grayscale(tmp_path: Path) -> None:
 def test_modes(tmp_path: Path, mode: str) -> None:
     rgb = Image.fromarray((natural_like(48, 64) * 255).astype(np.uint8))
     if mode == "I;16":
-        img = Image.fromarray((np.asarray(rgb.convert("L"), dtype=np.uint16) * 257))
+        img = Image.fromarray(np.asarray(rgb.convert("L"), dtype=np.uint16) * 257)
         p = tmp_path / "x.png"
     else:
         img = rgb.convert(mode)
