@@ -73,20 +73,28 @@ class Decoder:
         return image, ref
 
 
-def job_key(job: Job, fingerprint: str) -> str:
+def content_hashes(job: Job) -> list[str]:
+    """SHA-256 of the image (and reference) file; unreadable files are named by path."""
+    out = []
+    for p in (job.image, job.reference):
+        if p is None:
+            continue
+        try:
+            out.append(file_sha256(p))
+        except OSError:
+            out.append("path:" + display_path(p))
+    return out
+
+
+def job_key(job: Job, fingerprint: str, hashes: list[str] | None = None) -> str:
     """Content hash of image (+ reference) + query/config fingerprint.
 
     Unreadable files are keyed by path instead, so a resumed run does not retry them forever
     nor write their error row twice; fixing the file changes its key.
     """
     h = hashlib.sha256(fingerprint.encode())
-    for p in (job.image, job.reference):
-        if p is None:
-            continue
-        try:
-            h.update(file_sha256(p).encode())
-        except OSError:
-            h.update(b"path:" + display_path(p).encode())
+    for part in content_hashes(job) if hashes is None else hashes:
+        h.update(part.encode())
     if job.error:
         h.update(job.error.encode())
     return h.hexdigest()[:24]
@@ -129,9 +137,12 @@ async def run_batch(
     concurrency: int = 4,
     on_result: Callable[[Result], None] | None = None,
     on_skip: Callable[[Job], None] | None = None,
-    dedupe: bool = True,
 ) -> BatchSummary:
-    """Process every job with at most ``concurrency`` in flight; rows are written as they finish."""
+    """Process every job with at most ``concurrency`` in flight; rows are written as they finish.
+
+    Only keys already in the output (``--resume``) are skipped: two files with the same
+    bytes in one run each get their row.
+    """
     summary = BatchSummary()
     done = writer.done_keys if writer is not None else set()
     queue: asyncio.Queue[Job] = asyncio.Queue()
@@ -141,25 +152,29 @@ async def run_batch(
 
     async def one(job: Job) -> None:
         t0 = time.perf_counter()
-        key = await asyncio.to_thread(job_key, job, fingerprint)
+        hashes = await asyncio.to_thread(content_hashes, job)
+        key = job_key(job, fingerprint, hashes)
         if key in done:
             summary.skipped += 1
             if on_skip:
                 on_skip(job)
             return
-        if dedupe:
-            done.add(key)  # a path given twice is processed once
         try:
             image, ref = await asyncio.to_thread(decoder.decode, job)
+            decoded = [image.sha256] + ([ref.sha256] if ref is not None else [])
+            if decoded != hashes:  # the file changed between hashing and decoding
+                key = job_key(job, fingerprint, decoded)
             result = await process(Pair(job, image, ref, key))
         except AgentIQAError as e:
             result = error_result(job, key, str(e), time.perf_counter() - t0)
+            result.transient = not isinstance(e, ImageError)
         except Exception as e:
             result = error_result(
                 job, key, f"internal error: {type(e).__name__}: {e}", time.perf_counter() - t0
             )
+            result.transient = True
         if result.status == "error":
-            trace.emit(TraceEvent(step="error", image=job.name, key=key, note=result.error))
+            trace.emit(TraceEvent(step="error", image=job.name, key=result.key, note=result.error))
         result.seconds = time.perf_counter() - t0
         if writer is not None:
             writer.write(result)

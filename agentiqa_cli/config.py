@@ -47,16 +47,31 @@ class Settings(BaseModel):
         """Settings for the trace header: secrets never leave the process."""
         d = self.model_dump(mode="json")
         d["api_key"] = "***" if self.api_key else None
+        d["vlm"] = redact_url(self.vlm)
         return d
 
     def fingerprint(self, *parts: Any, include_agent: bool = True) -> str:
         """Hash of the settings that change results (plus extra parts), for resume keys."""
-        fields = {"tools", "calibration"}
+        fields = {"tools"}  # the calibration overlay is hashed by content, not path
         if include_agent:
             fields |= {"vlm", "model", "vlm_fallback", "query", "image_pixels", "learned_tools"}
         relevant = self.model_dump(mode="json", include=fields)
         blob = json.dumps([relevant, *parts], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def redact_url(url: str) -> str:
+    """Drop credentials and query strings (``user:pass@``, ``?key=``) from a URL."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if "://" not in url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    if parts.username or parts.password:
+        netloc = "***@" + netloc
+    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))
 
 
 _ENV_ALIASES = {"AGENTIQA_VLM_URL": "vlm"}

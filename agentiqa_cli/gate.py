@@ -4,6 +4,10 @@
 1  the quality gate failed (an image below --fail-under, or the mean below --fail-mean-under)
 2  usage or configuration error (bad flag, unknown tool, bad YAML)
 3  some inputs could not be processed (their rows say why); takes precedence over 1
+4  internal error (a bug: --debug shows the traceback)
+
+With a gate set, an image processed without a score (e.g. no tool could run) fails it:
+a gate cannot pass what it could not measure.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from statistics import fmean
 
 from agentiqa_cli.records import Result
 
-EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INPUT = 0, 1, 2, 3
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
 
 @dataclass
@@ -22,6 +26,7 @@ class GateReport:
     errors: int
     mean: float | None
     below: list[str]
+    unscored: list[str]
     fail_under: float | None
     fail_mean_under: float | None
 
@@ -32,7 +37,8 @@ class GateReport:
             and self.mean is not None
             and self.mean < self.fail_mean_under
         )
-        return bool(self.below) or mean_low
+        gated = self.fail_under is not None or self.fail_mean_under is not None
+        return bool(self.below) or mean_low or (gated and bool(self.unscored))
 
     @property
     def exit_code(self) -> int:
@@ -51,11 +57,13 @@ def evaluate_gate(
         for r in scored
         if fail_under is not None and r.score is not None and r.score < fail_under
     ]
+    unscored = [r.image for r in results if r.status == "ok" and r.score is None]
     return GateReport(
         processed=len(results),
         errors=sum(r.status == "error" for r in results),
         mean=mean,
         below=below,
+        unscored=unscored,
         fail_under=fail_under,
         fail_mean_under=fail_mean_under,
     )

@@ -123,6 +123,8 @@ class Result(Record):
     tools: list[ToolScore] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
+    # an error that may not recur (VLM down, tool failure): --resume tries the image again
+    transient: bool = False
 
     def distortions_cell(self) -> str:
         return ";".join(

@@ -22,6 +22,15 @@ from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
 from agentiqa_cli.tools.runner import ToolRunner
 
 
+def file_digest(path: Path) -> str:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError as e:
+        raise ConfigError(f"{path}: {e.strerror or e}") from None
+
+
 class Session:
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -118,12 +127,37 @@ class Session:
     def prompt_versions(self) -> dict[str, str]:
         return {name: p.fingerprint for name, p in self.prompts.items()}
 
+    def prepare_tools(self, cards: list[ToolCard]) -> list[str]:
+        """Build each metric once, now: a broken card is a ConfigError before any output;
+        a tool that cannot run here (weights missing) is reported and its cells stay empty."""
+        problems = []
+        for card in cards:
+            ok, why = self.runner.availability(card)
+            if not ok:
+                problems.append(f"{why} (skipped; its columns stay empty)")
+        return problems
+
+    def check_agent_setup(self) -> None:
+        """Everything ``assess`` needs that can be wrong in the configuration, checked before
+        the outputs are opened."""
+        _ = self.prompts, self.runner, self.vlm
+        if self.settings.tools:
+            self.cards.resolve(self.settings.tools)
+
     def fingerprint(self, command: str) -> str:
         """Resume keys: ``score`` depends on tools and cards; ``assess`` also on the VLM,
         the query and the prompts."""
+        calibration = self.settings.calibration
+        overlay = file_digest(calibration) if calibration is not None else None
         if command == "score":
-            return self.settings.fingerprint(command, self.cards.hashes, include_agent=False)
-        return self.settings.fingerprint(command, self.cards.hashes, self.prompt_versions())
+            return self.settings.fingerprint(
+                command, self.cards.hashes, overlay, include_agent=False
+            )
+        # the model the server actually serves (resolved by connect() when --model is unset)
+        model = getattr(self.vlm, "model", None)
+        return self.settings.fingerprint(
+            command, self.cards.hashes, overlay, model, self.prompt_versions()
+        )
 
     def header(self, command: str, extra: dict[str, Any] | None = None) -> TraceEvent:
         return TraceEvent(
@@ -153,13 +187,14 @@ class Session:
         default = "trace.jsonl" if out.name == "results.csv" else out.stem + ".trace.jsonl"
         trace_path = trace or out.with_name(default)
         writer = ResultsWriter(out, columns_for(columns_tools), resume=resume)
-        tracer = TraceWriter(trace_path, append=resume)
+        tracer = TraceWriter(trace_path, append=resume, header=self.header(command, header_extra))
+        completed = False
         try:
-            tracer.emit(self.header(command, header_extra))
             yield writer, tracer
+            completed = True
         finally:
-            writer.close()
-            tracer.close()
+            writer.close(completed)
+            tracer.close(completed)
 
 
 def build_vlm(settings: Settings, cards: CardSet) -> Any:

@@ -71,7 +71,9 @@ def make_pairs(n: int, size: tuple[int, int]) -> tuple[Path, Path]:
         kind = kinds[i % len(kinds)]
         dist = KINDS[kind](ref, int(rng.integers(1, 6)), np.random.default_rng(i))
         Image.fromarray((ref * 255).round().astype(np.uint8)).save(ref_dir / f"{i:03d}.png")
-        Image.fromarray((np.clip(dist, 0, 1) * 255).round().astype(np.uint8)).save(dist_dir / f"{i:03d}.png")
+        Image.fromarray((np.clip(dist, 0, 1) * 255).round().astype(np.uint8)).save(
+            dist_dir / f"{i:03d}.png"
+        )
     return ref_dir, dist_dir
 
 
@@ -83,10 +85,17 @@ def bench_score(n: int) -> None:
                        "-o", str(WORK / "fr.csv"), "-q", "-j", "2"])  # fmt: skip
     if r.returncode != 0:
         print(r.stderr[-2000:])
-    t_pyiqa, r2 = timed([str(BIN / "pyiqa"), "psnr", "ssim", "gmsd", "-t", str(dist), "-r", str(ref)])
+    t_pyiqa, r2 = timed(
+        [str(BIN / "pyiqa"), "psnr", "ssim", "gmsd", "-t", str(dist), "-r", str(ref)]
+    )
     ok2 = r2.returncode == 0
-    print(f"agentiqa score : {t_ours:7.2f} s  {n / t_ours:6.1f} images/s  (CSV + JSONL trace + 1-5 normalization)")
-    print(f"pyiqa CLI      : {t_pyiqa:7.2f} s  {n / t_pyiqa:6.1f} images/s  (prints raw scores)" + ("" if ok2 else f"  FAILED: {r2.stderr[-300:]}"))
+    print(
+        f"agentiqa score : {t_ours:7.2f} s  {n / t_ours:6.1f} images/s  (CSV + JSONL trace + 1-5 normalization)"
+    )
+    print(
+        f"pyiqa CLI      : {t_pyiqa:7.2f} s  {n / t_pyiqa:6.1f} images/s  (prints raw scores)"
+        + ("" if ok2 else f"  FAILED: {r2.stderr[-300:]}")
+    )
     print(f"speed-up       : {t_pyiqa / t_ours:.2f}× (agentiqa over pyiqa's CLI)")
 
     from agentiqa_cli.tools.defaults import DEFAULT_NR_TOOLS
@@ -99,11 +108,11 @@ def bench_score(n: int) -> None:
 
 
 def bench_detectors() -> None:
-    from agentiqa_cli.bench.synth import bundled_photos
-    from agentiqa_cli.tools.detectors import DETECTORS
     from PIL import Image
 
+    from agentiqa_cli.bench.synth import bundled_photos
     from agentiqa_cli.imaging.load import LoadedImage
+    from agentiqa_cli.tools.detectors import DETECTORS
 
     header("3. built-in signal detectors on one 1024×768 image (one core, median of 20 runs)")
     photo = bundled_photos()[0]
@@ -128,7 +137,9 @@ def bench_detectors() -> None:
         for fn in DETECTORS.values():
             fn(img)
         times.append(time.perf_counter() - t0)
-    print(f"{'all together':16s} {1000 * float(np.median(times)):7.2f} ms  (target < 50 ms; sum of separate runs {total:.1f} ms)")
+    print(
+        f"{'all together':16s} {1000 * float(np.median(times)):7.2f} ms  (target < 50 ms; sum of separate runs {total:.1f} ms)"
+    )
 
 
 def fake_vlm() -> object:
@@ -188,7 +199,9 @@ def bench_agent(n: int) -> None:
     results = summary.results  # type: ignore[attr-defined]
     calls = sum(r.usage.calls for r in results)
     toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in results)
-    tools_run = sorted({t.tool for r in results for t in r.tools} | {c.name for c in agent.evidence_cards})
+    tools_run = sorted(
+        {t.tool for r in results for t in r.tools} | {c.name for c in agent.evidence_cards}
+    )
     scorer = ToolScorer(session.runner, session.cards.resolve(tools_run), trace)
     t0 = time.perf_counter()
     asyncio.run(run(scorer))
@@ -196,10 +209,14 @@ def bench_agent(n: int) -> None:
     by_role: dict[str, int] = {}
     for req in vlm.requests:  # type: ignore[attr-defined]
         by_role[req.role] = by_role.get(req.role, 0) + 1
-    print(f"VLM calls per image : {calls / len(results):.2f}  ({', '.join(f'{k} {v}' for k, v in by_role.items())}; the paper's flow makes ≥ 5)")
+    print(
+        f"VLM calls per image : {calls / len(results):.2f}  ({', '.join(f'{k} {v}' for k, v in by_role.items())}; the paper's flow makes ≥ 5)"
+    )
     print(f"tokens per image    : {toks / len(results):.0f} (fake VLM: ~4 characters per token)")
     print(f"agent               : {t_agent:.2f} s; the same tools alone: {t_tools:.2f} s")
-    print(f"overhead per image  : {1000 * (t_agent - t_tools) / len(results):.2f} ms (target < 5 ms)")
+    print(
+        f"overhead per image  : {1000 * (t_agent - t_tools) / len(results):.2f} ms (target < 5 ms)"
+    )
 
 
 def bench_vllm(n: int) -> None:
@@ -229,9 +246,13 @@ def bench_vllm(n: int) -> None:
             dt = time.perf_counter() - t0
             res = summary.results  # type: ignore[attr-defined]
             ok = [r for r in res if r.status == "ok"]
-            toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in res) / max(1, len(res))
+            toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in res) / max(
+                1, len(res)
+            )
             calls = sum(r.usage.calls for r in res) / max(1, len(res))
-            print(f"concurrency {conc}: {len(res) / dt:6.2f} images/s, {calls:.2f} VLM calls and {toks:.0f} tokens per image, {len(ok)}/{len(res)} ok")
+            print(
+                f"concurrency {conc}: {len(res) / dt:6.2f} images/s, {calls:.2f} VLM calls and {toks:.0f} tokens per image, {len(ok)}/{len(res)} ok"
+            )
 
 
 async def _assess_all(session: object, jobs: list[object], conc: int) -> object:
@@ -249,7 +270,9 @@ async def _assess_all(session: object, jobs: list[object], conc: int) -> object:
 
 
 def bench_synth() -> None:
-    header("6. eval-bench synth on the photos bundled with scikit-image (rules agent vs single NR tools)")
+    header(
+        "6. eval-bench synth on the photos bundled with scikit-image (rules agent vs single NR tools)"
+    )
     from agentiqa_cli.bench.synth import write_bundled_photos
 
     clean = WORK / "clean"
@@ -265,7 +288,9 @@ def bench_synth() -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--images", type=int, default=200)
     ap.add_argument("--only", nargs="*", type=int, help="section numbers to run")
     args = ap.parse_args()

@@ -34,7 +34,9 @@ def help_text(command: str) -> str:
 
 
 def render(text: str) -> str:
-    return BLOCK.sub(lambda m: f"{m.group(1)}```text\n{help_text(m.group('cmd'))}```\n{m.group(4)}", text)
+    return BLOCK.sub(
+        lambda m: f"{m.group(1)}```text\n{help_text(m.group('cmd'))}```\n{m.group(4)}", text
+    )
 
 
 def main() -> int:
@@ -45,7 +47,10 @@ def main() -> int:
     new = render(old)
     if args.check:
         if new != old:
-            print("README.md --help sections are stale: run python scripts/readme_help.py", file=sys.stderr)
+            print(
+                "README.md --help sections are stale: run python scripts/readme_help.py",
+                file=sys.stderr,
+            )
             return 1
         return 0
     README.write_text(new, encoding="utf-8")

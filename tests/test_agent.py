@@ -32,13 +32,22 @@ EXAMINE_NOISE = {"distortion_analysis": {"Global": [
 SELECT_NOISE = {"selected_tools": {"Global": {"Noise": "piqe"}}}
 
 
-def summary_reply(level: str = "good", sufficient: bool = True, lps: dict[str, float] | None = None) -> VLMReply:
-    body = {"level": level, "answer": f"{level} overall", "reasoning": "as measured", "sufficient": sufficient}
+def summary_reply(
+    level: str = "good", sufficient: bool = True, lps: dict[str, float] | None = None
+) -> VLMReply:
+    body = {
+        "level": level,
+        "answer": f"{level} overall",
+        "reasoning": "as measured",
+        "sufficient": sufficient,
+    }
     text = json.dumps(body, separators=(",", ":"))
     tokens = ['{"', "level", '":"', level, '","', "answer", '":"', "rest", '"}']
     top: list[dict[str, float]] = [{} for _ in tokens]
     top[3] = lps or {level: -0.05}
-    return VLMReply(text=text, tokens=tokens, top_logprobs=top, finish_reason="stop", model="scripted")
+    return VLMReply(
+        text=text, tokens=tokens, top_logprobs=top, finish_reason="stop", model="scripted"
+    )
 
 
 def make_session(tmp_path: Path, **settings: Any) -> Session:
@@ -57,7 +66,13 @@ def pairs(tmp_path: Path, n: int, session: Session) -> list[Pair]:
     return out
 
 
-def run_agent(session: Session, vlm: ScriptedVLM, items: list[Pair], trace: Path | None = None, query: str | None = None) -> list[Any]:
+def run_agent(
+    session: Session,
+    vlm: ScriptedVLM,
+    items: list[Pair],
+    trace: Path | None = None,
+    query: str | None = None,
+) -> list[Any]:
     session.__dict__["vlm"] = vlm  # inject the fake behind the cached property
     tracer = TraceWriter(trace)
     agent = session.agent(tracer, query=query)
@@ -76,7 +91,12 @@ def test_calls_per_image_plan_once_select_cached(tmp_path: Path) -> None:
     vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
                        "summarize": lambda r: summary_reply()})  # fmt: skip
     results = run_agent(session, vlm, pairs(tmp_path, 5, session))
-    assert [len(vlm.calls(r)) for r in ("planner", "examine", "select", "summarize")] == [1, 5, 1, 5]
+    assert [len(vlm.calls(r)) for r in ("planner", "examine", "select", "summarize")] == [
+        1,
+        5,
+        1,
+        5,
+    ]
     assert sum(r.usage.calls for r in results) == len(vlm.requests) == 12
     # every role asked with a constrained schema; the summarizer also for log-probabilities
     assert all(req.json_schema for req in vlm.requests)
@@ -140,7 +160,11 @@ def test_explicit_distortion_analysed_not_detected(tmp_path: Path) -> None:
     session = make_session(tmp_path)
     plan = dict(PLAN_GLOBAL, distortion_source="explicit", distortions={"Global": ["Blurs"]},
                 plan=dict(PLAN_GLOBAL["plan"], distortion_detection=False))  # fmt: skip
-    analysis = {"distortion_analysis": {"Global": [{"type": "Blurs", "severity": "severe", "explanation": "soft"}]}}
+    analysis = {
+        "distortion_analysis": {
+            "Global": [{"type": "Blurs", "severity": "severe", "explanation": "soft"}]
+        }
+    }
     vlm = ScriptedVLM({"planner": plan, "analyze": analysis,
                        "select": {"selected_tools": {"Global": {"Blurs": "piqe"}}},
                        "summarize": lambda r: summary_reply("poor")})  # fmt: skip
@@ -184,6 +208,6 @@ def test_trace_has_every_step_without_pixels(tmp_path: Path) -> None:
         assert step in steps
     text = trace.read_text()
     assert items[0].image.sha256 in text
-    assert "\"pixels\"" not in text  # images appear by hash, never as bytes
+    assert '"pixels"' not in text  # images appear by hash, never as bytes
     summ = next(e for e in events if e["step"] == "summarize")
     assert summ["reply"]["top_logprobs"] and summ["parsed"]["level"] == "good"

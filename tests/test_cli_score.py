@@ -28,8 +28,12 @@ def fr_set(tmp_path: Path) -> tuple[Path, Path]:
     for i, radius in enumerate((0.6, 1.5, 3.0)):
         img = Image.fromarray((natural_like(96, 128, seed=i) * 255).astype(np.uint8))
         save_rgb(ref / f"im{i}.png", np.asarray(img) / 255.0)
-        img.filter(ImageFilter.GaussianBlur(radius)).save(dist / f"im{i}.png") if dist.exists() else (
-            dist.mkdir(parents=True), img.filter(ImageFilter.GaussianBlur(radius)).save(dist / f"im{i}.png"))
+        img.filter(ImageFilter.GaussianBlur(radius)).save(
+            dist / f"im{i}.png"
+        ) if dist.exists() else (
+            dist.mkdir(parents=True),
+            img.filter(ImageFilter.GaussianBlur(radius)).save(dist / f"im{i}.png"),
+        )
     return ref, dist
 
 
@@ -52,7 +56,9 @@ def invoke(*args: str | Path) -> tuple[int, str]:
     return code, buf.getvalue()
 
 
-def test_fr_scores_fall_with_blur_and_outputs_parse(tmp_path: Path, fr_set: tuple[Path, Path]) -> None:
+def test_fr_scores_fall_with_blur_and_outputs_parse(
+    tmp_path: Path, fr_set: tuple[Path, Path]
+) -> None:
     ref, dist = fr_set
     out = tmp_path / "r.csv"
     code, stdout = invoke("score", dist, "--ref", ref, *FR, "-o", out, "-q", "--json")
@@ -74,7 +80,10 @@ def test_gate_exit_codes(tmp_path: Path, fr_set: tuple[Path, Path]) -> None:
     out = tmp_path / "r.csv"
     assert invoke("score", dist, "--ref", ref, *FR, "-o", out, "-q", "--fail-under", "1.0")[0] == 0
     assert invoke("score", dist, "--ref", ref, *FR, "-o", out, "-q", "--fail-under", "4.9")[0] == 1
-    assert invoke("score", dist, "--ref", ref, *FR, "-o", out, "-q", "--fail-mean-under", "4.99")[0] == 1
+    assert (
+        invoke("score", dist, "--ref", ref, *FR, "-o", out, "-q", "--fail-mean-under", "4.99")[0]
+        == 1
+    )
     assert invoke("score", dist, "--ref", ref, "--tools", "psnr,ssmi", "-o", out, "-q")[0] == 2
     assert invoke("score", tmp_path / "nothing-here", "-o", out, "-q")[0] == 2
     assert invoke("score", dist, "--tools", "psnr", "-o", out, "-q")[0] == 2  # FR without --ref
@@ -106,7 +115,10 @@ def test_resume_after_kill_no_lost_or_duplicated_rows(tmp_path: Path) -> None:
     for i in range(n):
         a = natural_like(192, 256, seed=i)
         save_rgb(ref / f"{i:02d}.png", a)
-        save_rgb(dist / f"{i:02d}.png", np.clip(a + 0.03 * np.random.default_rng(i).normal(size=a.shape), 0, 1))
+        save_rgb(
+            dist / f"{i:02d}.png",
+            np.clip(a + 0.03 * np.random.default_rng(i).normal(size=a.shape), 0, 1),
+        )
     out = tmp_path / "r.csv"
     cmd = [sys.executable, "-m", "agentiqa_cli", "score", str(dist), "--ref", str(ref),
            "--tools", "ssim,psnr,gmsd", "-o", str(out), "-j", "1", "-q"]  # fmt: skip
@@ -131,3 +143,66 @@ def test_resume_after_kill_no_lost_or_duplicated_rows(tmp_path: Path) -> None:
     # a third run has nothing left to do
     r = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and len(pd.read_csv(out)) == n
+
+
+def test_identical_files_each_get_a_row(tmp_path: Path, fr_set: tuple[Path, Path]) -> None:
+    ref, dist = fr_set
+    import shutil
+
+    shutil.copy(dist / "im0.png", dist / "im0_copy.png")
+    shutil.copy(ref / "im0.png", ref / "im0_copy.png")
+    out = tmp_path / "r.csv"
+    assert invoke("score", dist, "--ref", ref, *FR, "-o", out, "-q")[0] == 0
+    assert len(pd.read_csv(out)) == 4
+
+
+def test_config_error_leaves_earlier_results_untouched(
+    tmp_path: Path, fr_set: tuple[Path, Path]
+) -> None:
+    ref, dist = fr_set
+    out = tmp_path / "keep.csv"
+    assert invoke("score", dist, "--ref", ref, *FR, "-o", out, "-q")[0] == 0
+    before = out.read_bytes()
+    assert invoke("score", dist, "--ref", ref, *FR, "-o", out, "-q", "--device", "gpu")[0] == 2
+    assert invoke("score", dist, "--ref", ref, "--tools", "nope", "-o", out, "-q")[0] == 2
+    assert out.read_bytes() == before
+
+
+def test_markup_in_file_names_prints_as_is(tmp_path: Path, fr_set: tuple[Path, Path]) -> None:
+    ref, dist = fr_set
+    # the displayed path "dist/a[/x].png" contains rich's closing-tag syntax
+    (dist / "a[").mkdir()
+    (ref / "a[").mkdir()
+    (dist / "im0.png").rename(dist / "a[" / "x].png")
+    (ref / "im0.png").rename(ref / "a[" / "x].png")
+    code, _ = invoke("score", dist, "-R", "--ref", ref, *FR, "-o", tmp_path / "r.csv")
+    assert code == 0
+    assert "a[/x].png" in pd.read_csv(tmp_path / "r.csv")["image"].iloc[0] or any(
+        "a[/x].png" in p for p in pd.read_csv(tmp_path / "r.csv")["image"]
+    )
+
+
+def test_glob_pairs_by_path_below_the_pattern(tmp_path: Path) -> None:
+    from agentiqa_cli.imaging.discover import discover, pair
+
+    for top in ("r", "g"):
+        for sub, seed in (("a", 1), ("b", 2)):
+            save_rgb(tmp_path / top / sub / "001.png", natural_like(seed=seed))
+    found = discover([str(tmp_path / "r" / "*" / "*.png")])
+    jobs = pair(found, str(tmp_path / "g"))
+    assert {(j.image.parent.name, j.reference.parent.name) for j in jobs if j.reference} == {
+        ("a", "a"),
+        ("b", "b"),
+    }
+    # a name that exists twice under --ref and not at the same relative path is ambiguous
+    jobs = pair([(tmp_path / "r" / "a" / "001.png", tmp_path / "r")], str(tmp_path / "g" / ".."))
+    assert "ambiguous" in jobs[0].error or jobs[0].reference is not None
+
+
+def test_gate_fails_when_nothing_could_be_scored(tmp_path: Path, fr_set: tuple[Path, Path]) -> None:
+    from agentiqa_cli.gate import evaluate_gate
+    from agentiqa_cli.records import Result
+
+    results = [Result(image="a.png", score=4.5, level="excellent"), Result(image="b.png")]
+    assert evaluate_gate(results, None, None).exit_code == 0
+    assert evaluate_gate(results, 3.0, None).exit_code == 1

@@ -19,7 +19,11 @@ def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_precedence(tmp_path: Path) -> None:
     cfg = tmp_path / "agentiqa.yaml"
     cfg.write_text("concurrency: 2\nmodel: from-file\ndevice: cpu\nquery: file query\n")
-    env = {"AGENTIQA_MODEL": "from-env", "AGENTIQA_VLM_URL": "http://127.0.0.1:9/v1", "AGENTIQA_QUERY": "env query"}
+    env = {
+        "AGENTIQA_MODEL": "from-env",
+        "AGENTIQA_VLM_URL": "http://127.0.0.1:9/v1",
+        "AGENTIQA_QUERY": "env query",
+    }
     s = load_settings({"query": "flag query", "device": None}, cfg, environ=env)
     assert s.concurrency == 2  # file
     assert s.model == "from-env"  # env beats file
@@ -40,7 +44,11 @@ def test_api_key_redacted_and_not_in_files(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "match"),
-    [("concurrency: [1, 2\n", "invalid YAML"), ("- a\n- b\n", "mapping"), ("bogus_key: 1\n", "bogus_key")],
+    [
+        ("concurrency: [1, 2\n", "invalid YAML"),
+        ("- a\n- b\n", "mapping"),
+        ("bogus_key: 1\n", "bogus_key"),
+    ],
 )
 def test_bad_config_file(tmp_path: Path, text: str, match: str) -> None:
     cfg = tmp_path / "c.yaml"

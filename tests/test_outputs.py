@@ -89,3 +89,44 @@ def test_trace_lines_are_json(tmp_path: Path) -> None:
             continue
     assert [e["step"] for e in parsed] == ["run", "tool", "final"]
     assert json.loads(lines[-1])["step"] == "final"
+
+
+def test_transient_errors_are_retried_on_resume(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, columns_for(None)) as w:
+        w.write(Result(image="a.png", key="ka", status="error", error="VLM down", transient=True))
+        w.write(Result(image="b.png", key="kb", status="error", error="empty file"))
+        w.write(_result(3))
+    w2 = ResultsWriter(out, columns_for(None), resume=True)
+    assert w2.done_keys == {"kb", "k3"}
+    w2.close()
+
+
+def test_resume_drops_a_record_cut_inside_a_quoted_cell(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, columns_for(None)) as w:
+        w.write(_result(1))
+    with open(out, "ab") as f:
+        f.write(b'img2.png,,ok,,3.0,fair,"line one\n')  # killed after an embedded newline
+    w2 = ResultsWriter(out, columns_for(None), resume=True)
+    assert w2.done_keys == {"k1"}
+    w2.write(_result(2))
+    w2.close()
+    assert pd.read_csv(out)["key"].tolist() == ["k1", "k2"]
+
+
+def test_overlapping_resumed_runs_are_refused(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, columns_for(None)) as w:
+        w.write(_result(1))
+    first = ResultsWriter(out, columns_for(None), resume=True)
+    with pytest.raises(ConfigError, match="another agentiqa run"):
+        ResultsWriter(out, columns_for(None), resume=True)
+    first.close()
+
+
+def test_url_credentials_redacted() -> None:
+    from agentiqa_cli.config import redact_url
+
+    assert redact_url("http://user:pw@host:8000/v1?key=abc") == "http://***@host:8000/v1?***"
+    assert redact_url("rules") == "rules"

@@ -61,24 +61,32 @@ class Agent:
         ]
 
     async def plan(
-        self, query: str, has_reference: bool, usage: Usage, image: str | None = None
+        self, query: str, has_reference: bool, usage: Usage, pair: Pair | None = None
     ) -> Plan:
+        """The plan for (query, reference mode): asked once per batch, traced for every image."""
         key = (query, has_reference)
         fut = self._plans.get(key)
-        if fut is None:
-            fut = asyncio.get_running_loop().create_future()
-            self._plans[key] = fut
-            try:
-                plan = await self.ask.plan(
-                    query, has_reference, [c.name for c in self.cards], usage, image
-                )
-                fut.set_result(plan)
-            except BaseException as e:
-                del self._plans[key]
-                fut.set_exception(e)
-                fut.exception()  # mark retrieved; the caller re-raises below
-                raise
-        return await asyncio.shield(fut)
+        if fut is not None:
+            plan = await asyncio.shield(fut)
+            if pair is not None:
+                self.ask.trace_cached(
+                    "plan", pair, {"query": query, "has_reference": has_reference},
+                    plan.model_dump(mode="json"),
+                )  # fmt: skip
+            return plan
+        fut = asyncio.get_running_loop().create_future()
+        self._plans[key] = fut
+        try:
+            names = [c.name for c in self.cards]
+            image, image_key = (pair.job.name, pair.key) if pair is not None else (None, None)
+            plan = await self.ask.plan(query, has_reference, names, usage, image, key=image_key)
+            fut.set_result(plan)
+        except BaseException as e:
+            del self._plans[key]  # the next image asks again
+            fut.set_exception(e)
+            fut.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        return plan
 
     async def select(
         self, categories: Sequence[str], full_reference: bool, usage: Usage, pair: Pair
@@ -114,7 +122,7 @@ class Agent:
     async def __call__(self, pair: Pair) -> Result:
         usage = Usage()
         has_ref = pair.reference is not None
-        plan = await self.plan(self.opt.query, has_ref, usage, pair.job.name)
+        plan = await self.plan(self.opt.query, has_ref, usage, pair)
         evidence = await asyncio.to_thread(
             self.runner.run_many, self.evidence_cards, pair.image, None
         )
@@ -143,7 +151,8 @@ class Agent:
             reference=pair.job.ref_name,
             key=pair.key,
             score=score,
-            level=level_of(score) if score is not None else summary.level,
+            # no score, no level: the summarizer's stated level alone is not a measurement
+            level=level_of(score) if score is not None else "",
             answer=summary.answer,
             distortions=[f for f in findings if f.severity != "none"],
             tools=scores,
@@ -165,7 +174,7 @@ class Agent:
         """A multiple-choice question about one image (the agent's query is the question):
         the same evidence as ``assess``, then the interpretation summarizer picks a letter."""
         usage = Usage()
-        plan = await self.plan(self.opt.query, pair.reference is not None, usage, pair.job.name)
+        plan = await self.plan(self.opt.query, pair.reference is not None, usage, pair)
         evidence = await asyncio.to_thread(
             self.runner.run_many, self.evidence_cards, pair.image, None
         )

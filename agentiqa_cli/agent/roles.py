@@ -94,13 +94,14 @@ class Asker:
                     last_error = str(e)
                     self._event(role, request, None, None, image, key, f"{backend.name}: {e}")
                     break  # transport retries happen inside the backend
-                usage.add(
-                    Usage(
-                        calls=1,
-                        prompt_tokens=reply.usage.prompt_tokens,
-                        completion_tokens=reply.usage.completion_tokens,
+                if backend.name != "rules":  # vlm_calls counts model calls only
+                    usage.add(
+                        Usage(
+                            calls=1,
+                            prompt_tokens=reply.usage.prompt_tokens,
+                            completion_tokens=reply.usage.completion_tokens,
+                        )
                     )
-                )
                 try:
                     parsed = parse_reply(reply, model)
                 except VLMError as e:
@@ -160,6 +161,7 @@ class Asker:
         usage: Usage,
         image: str | None = None,
         feedback: str = "",
+        key: str | None = None,
     ) -> Plan:
         ctx = {"query": query, "has_reference": has_reference, "tool_names": tool_names}
         plan, _ = await self._ask(
@@ -170,6 +172,7 @@ class Asker:
             usage,
             dynamic={"tool_names": tool_names},
             image=image,
+            key=key,
         )
         return plan
 

@@ -41,7 +41,6 @@ async def assess_items(
             trace=trace,
             concurrency=session.settings.concurrency,
             on_result=(lambda _r: on_item()) if on_item else None,
-            dedupe=False,
         )
     finally:
         await session.vlm.aclose()

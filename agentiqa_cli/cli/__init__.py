@@ -13,6 +13,7 @@ from agentiqa_cli.cli import bench, run, tools  # noqa: F401 - registers the com
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app, state
 from agentiqa_cli.errors import AgentIQAError
+from agentiqa_cli.gate import EXIT_INTERNAL
 
 
 # -- entry point ---------------------------------------------------------------------------
@@ -31,6 +32,11 @@ def main() -> None:
     except KeyboardInterrupt:
         ui.fail("interrupted; rows written so far are complete (use --resume to continue)")
         sys.exit(130)
+    except Exception as e:  # a bug: say so plainly, never exit with a gate code
+        if state["debug"] or os.environ.get("AGENTIQA_DEBUG"):
+            raise
+        ui.fail(f"internal error: {type(e).__name__}: {e} (--debug shows the traceback)")
+        sys.exit(EXIT_INTERNAL)
 
 
 __all__ = ["app", "main"]

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -96,11 +97,18 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
         results, key=lambda r: (r.status != "error", r.score if r.score is not None else 9)
     )
     for r in ordered[:max_rows]:
+        # file names and messages are data, not markup: "[/x]" in a name must print as is
         if r.status == "error":
-            table.add_row(r.image, "-", "[red]error[/]", f"[red]{r.error}[/]", "")
+            table.add_row(escape(r.image), "-", "[red]error[/]", f"[red]{escape(r.error)}[/]", "")
         else:
             score = f"{r.score:.2f}" if r.score is not None else "-"
-            table.add_row(r.image, score, r.level, r.distortions_cell() or "none", r.tools_cell())
+            table.add_row(
+                escape(r.image),
+                score,
+                r.level or "-",
+                escape(r.distortions_cell() or "none"),
+                escape(r.tools_cell()),
+            )
     if len(results) > max_rows:
         table.caption = (
             f"{len(results) - max_rows} more rows in the CSV (lowest scores shown first)"

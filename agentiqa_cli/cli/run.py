@@ -34,6 +34,7 @@ from agentiqa_cli.cli.options import (
     VlmOpt,
     make_settings,
 )
+from agentiqa_cli.config import redact_url
 from agentiqa_cli.errors import VLMUnreachableError
 from agentiqa_cli.gate import evaluate_gate
 
@@ -78,12 +79,14 @@ def score(
         cards_dir=tool_cards,
         max_pixels=max_pixels,
         recursive=recursive or None,
-        tools=[t for t in tools.split(",") if t.strip()] if tools else None,
+        tools=[t.strip() for t in tools.split(",") if t.strip()] if tools else None,
     )
     session = Session(settings)
     jobs = session.jobs(paths, ref)
     cards = session.score_cards(has_reference=ref is not None)
     names = [c.name for c in cards]
+    for problem in session.prepare_tools(cards):  # card errors exit 2 before any output
+        ui.warn(problem)
     with session.outputs(out, trace, resume, columns_tools=names, command="score") as (
         writer,
         tracer,
@@ -133,7 +136,7 @@ def _run(
             return await run_batch(
                 jobs,
                 process,
-                fingerprint=session.fingerprint(command),
+                fingerprint=session.fingerprint(command),  # after startup: the resolved model
                 decoder=session.decoder,
                 writer=writer,
                 trace=tracer,
@@ -202,6 +205,8 @@ def _finish(
             ui.fail(f"quality gate: {len(gate.below)} image(s) below {fail_under}")
         if fail_mean_under is not None and gate.mean is not None and gate.mean < fail_mean_under:
             ui.fail(f"quality gate: mean {gate.mean:.3f} below {fail_mean_under}")
+        if gate.unscored:
+            ui.fail(f"quality gate: {len(gate.unscored)} image(s) could not be scored")
     if gate.errors and not quiet:
         ui.warn(f"{gate.errors} input(s) could not be processed; see the error column of {out}")
     raise typer.Exit(gate.exit_code)
@@ -323,12 +328,17 @@ def assess(
         max_pixels=max_pixels,
         recursive=recursive or None,
         learned_tools=learned_tools,
-        tools=[t for t in tools.split(",") if t.strip()] if tools else None,
+        tools=[t.strip() for t in tools.split(",") if t.strip()] if tools else None,
     )
     session = Session(settings)
     _note_backend(session, quiet)
     jobs = session.jobs(paths, ref)
-    header = {"vlm": settings.vlm, "model": settings.model, "prompts": session.prompt_versions()}
+    session.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
+    header = {
+        "vlm": redact_url(settings.vlm),
+        "model": settings.model,
+        "prompts": session.prompt_versions(),
+    }
     with session.outputs(
         out, trace, resume, columns_tools=None, command="assess", header_extra=header
     ) as (

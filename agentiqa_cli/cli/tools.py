@@ -6,6 +6,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import tools_app
@@ -89,7 +90,7 @@ def tools_check(
             t.add_column(col, overflow="fold")
         for r in rows:
             ready = "[green]yes[/]" if r["ready"] else "[red]no[/]"
-            t.add_row(str(r["tool"]), ready, str(r["needs"]), str(r["detail"]))
+            t.add_row(str(r["tool"]), ready, str(r["needs"]), escape(str(r["detail"])))
         ui.out.print(t)
         n = sum(r["ready"] for r in rows)
         ui.out.print(f"{n} of {len(rows)} tools can run here.")

@@ -81,6 +81,16 @@ def _walk(folder: Path, recursive: bool) -> list[Path]:
     return found
 
 
+def _fixed_prefix(pattern: str) -> Path:
+    parts = Path(pattern).parts
+    fixed = []
+    for part in parts[:-1]:
+        if glob.has_magic(part):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
+
+
 def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path]]:
     """(image, root) pairs, in a stable order, without duplicates.
 
@@ -108,13 +118,15 @@ def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path
             matches = sorted(glob.glob(raw, recursive=recursive))
             if not matches:
                 raise ConfigError(f"{raw}: no such file, folder or matching pattern")
+            # relative paths (for --ref pairing) start below the pattern's fixed prefix
+            root = _fixed_prefix(raw)
             for m in matches:
                 mp = Path(m)
                 if mp.is_dir():
                     for f in _walk(mp, recursive):
                         add(f, mp)
                 else:
-                    add(mp, mp.parent)
+                    add(mp, root)
     return out
 
 
@@ -128,11 +140,11 @@ def pair(found: list[tuple[Path, Path]], ref: str | None) -> list[Job]:
         return [Job(image=img, root=root, reference=r) for img, root in found]
     if not r.is_dir():
         raise ConfigError(f"--ref {ref}: no such file or folder")
-    by_name: dict[str, Path] = {}
-    by_stem: dict[str, Path] = {}
+    by_name: dict[str, list[Path]] = {}
+    by_stem: dict[str, list[Path]] = {}
     for f in _walk(r, recursive=True):
-        by_name.setdefault(f.name, f)
-        by_stem.setdefault(f.stem, f)
+        by_name.setdefault(f.name, []).append(f)
+        by_stem.setdefault(f.stem, []).append(f)
     jobs = []
     for img, root in found:
         try:
@@ -140,11 +152,19 @@ def pair(found: list[tuple[Path, Path]], ref: str | None) -> list[Job]:
         except ValueError:
             rel = Path(img.name)
         cand = r / rel
-        match = cand if cand.is_file() else by_name.get(img.name) or by_stem.get(img.stem)
-        if match is None:
-            jobs.append(
-                Job(image=img, root=root, error=f"no reference for {display_path(rel)} in {ref}")
-            )
-        else:
-            jobs.append(Job(image=img, root=root, reference=match))
+        if cand.is_file():
+            jobs.append(Job(image=img, root=root, reference=cand))
+            continue
+        # no file at the same relative path: a unique match by name, then by stem
+        matches = by_name.get(img.name) or by_stem.get(img.stem) or []
+        if len(matches) == 1:
+            jobs.append(Job(image=img, root=root, reference=matches[0]))
+            continue
+        why = (
+            f"no reference for {display_path(rel)} in {ref}"
+            if not matches
+            else f"ambiguous reference for {display_path(rel)}: {len(matches)} files in {ref} "
+            f"match (e.g. {display_path(matches[0])}, {display_path(matches[1])})"
+        )
+        jobs.append(Job(image=img, root=root, error=why))
     return jobs

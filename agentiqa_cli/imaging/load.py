@@ -20,7 +20,11 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from agentiqa_cli.errors import ImageError
 
 DEFAULT_MAX_PIXELS = 100_000_000  # 100 MP; larger files are refused as possible decompression bombs
-MIN_SIDE = 16  # smaller images carry too little signal for any IQA metric (SSIM's window is 11)
+MIN_SIDE = 16
+# Pillow's own bomb guard (89 MP) would override --max-pixels; ours checks the header first
+Image.MAX_IMAGE_PIXELS = (
+    None  # smaller images carry too little signal for any IQA metric (SSIM's window is 11)
+)
 
 
 def display_path(path: Path | str) -> str:

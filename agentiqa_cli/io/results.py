@@ -1,13 +1,19 @@
 """The results CSV: header always written, one row per image, each row flushed as it finishes.
 
-Crash safety: a row is written with a single ``write`` of a complete line, so a killed run
-leaves at most one partial last line. ``--resume`` drops such a partial line before
-appending, reads the keys already present, and the batch skips them.
+Crash safety: a row is written with one ``write`` of a complete record, so a killed run
+leaves at most one partial last record. ``--resume`` drops it, reads the keys already
+present and the batch skips them — except rows marked ``transient`` (VLM down, tool
+failure), which are tried again; the newer row for a key is the one that counts.
+
+The file is only created (or truncated) when the first row arrives or the run ends
+cleanly, so a run that fails on a configuration error leaves an earlier CSV untouched.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import io
 import os
 from pathlib import Path
@@ -28,6 +34,7 @@ BASE_COLUMNS = [
     "vlm_calls",
     "tokens",
     "seconds",
+    "transient",
     "key",
 ]
 
@@ -56,12 +63,26 @@ def row_of(result: Result, columns: list[str]) -> list[str]:
         "vlm_calls": str(result.usage.calls),
         "tokens": str(result.usage.prompt_tokens + result.usage.completion_tokens),
         "seconds": f"{result.seconds:.3f}",
+        "transient": "1" if result.transient else "0",
         "key": result.key,
     }
     for t in result.tools:
         cells[f"{t.tool}_raw"] = _fmt(t.raw, 5)
         cells[f"{t.tool}_norm"] = _fmt(t.norm, 4)
     return [cells.get(c, "") for c in columns]
+
+
+def _record(cells: list[str]) -> bytes:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue().encode("utf-8")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
 
 
 class ResultsWriter:
@@ -71,43 +92,62 @@ class ResultsWriter:
         self.path = path
         self.columns = columns
         self.done_keys: set[str] = set()
+        self._fd = -1
         path.parent.mkdir(parents=True, exist_ok=True)
         if resume and path.exists() and path.stat().st_size > 0:
+            self._fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            try:
+                # two resumed runs on one CSV would both append the same images
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(self._fd)
+                self._fd = -1
+                raise ConfigError(f"{path}: another agentiqa run is writing it") from None
             self._prepare_resume()
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        else:
-            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            self._write_line(columns)
 
     def _prepare_resume(self) -> None:
         data = self.path.read_bytes()
-        if not data.endswith(b"\n"):
-            # the run was killed mid-row: drop the partial line
-            cut = data.rfind(b"\n") + 1
-            with open(self.path, "r+b") as f:
-                f.truncate(cut)
-            data = data[:cut]
-        reader = csv.reader(io.StringIO(data.decode("utf-8", errors="replace"), newline=""))
-        header = next(reader, None)
-        if header != self.columns:
+        text = data.decode("utf-8", errors="replace")
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        rows: list[list[str]] = []
+        with contextlib.suppress(csv.Error):  # the last record was cut inside a quoted cell
+            rows.extend(reader)
+        if not rows or rows[0] != self.columns:
             raise ConfigError(
                 f"{self.path}: its columns differ from this run's (other tools?); "
                 "use another --out or drop --resume"
             )
-        key_at = header.index("key")
-        for row in reader:
-            if len(row) == len(header) and row[key_at]:
+        # keep only complete records: whole rows, re-serialized exactly as they were written
+        keep = _record(rows[0])
+        complete = []
+        for row in rows[1:]:
+            rec = _record(row)
+            if len(row) != len(self.columns) or not data.startswith(rec, len(keep)):
+                break
+            keep += rec
+            complete.append(row)
+        if len(keep) != len(data):
+            os.ftruncate(self._fd, len(keep))
+        key_at = self.columns.index("key")
+        status_at = self.columns.index("status")
+        transient_at = self.columns.index("transient")
+        for row in complete:
+            if row[key_at] and not (row[status_at] == "error" and row[transient_at] == "1"):
                 self.done_keys.add(row[key_at])
 
-    def _write_line(self, cells: list[str]) -> None:
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerow(cells)
-        os.write(self._fd, buf.getvalue().encode("utf-8"))
+    def _ensure_open(self) -> None:
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            _write_all(self._fd, _record(self.columns))
 
     def write(self, result: Result) -> None:
-        self._write_line(row_of(result, self.columns))
+        self._ensure_open()
+        _write_all(self._fd, _record(row_of(result, self.columns)))
 
-    def close(self) -> None:
+    def close(self, completed: bool = True) -> None:
+        """``completed=False`` (the run failed before any row): leave the file as it was."""
+        if completed:
+            self._ensure_open()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -115,5 +155,5 @@ class ResultsWriter:
     def __enter__(self) -> ResultsWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.close(completed=exc_type is None)

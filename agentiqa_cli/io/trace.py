@@ -1,4 +1,8 @@
-"""The JSONL trace: a ``run`` header, then every step of every image, one object per line."""
+"""The JSONL trace: a ``run`` header, then every step of every image, one object per line.
+
+Like the CSV, the file is only created when the first event after the header arrives (or
+the run ends cleanly), so a run that stops on a configuration error leaves it untouched.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,27 @@ import os
 import threading
 from pathlib import Path
 
+from agentiqa_cli.io.results import _write_all
 from agentiqa_cli.records import TraceEvent
 
 
 class TraceWriter:
-    def __init__(self, path: Path | None, append: bool = False):
+    def __init__(self, path: Path | None, append: bool = False, header: TraceEvent | None = None):
         self.path = path
+        self.append = append
+        self._header = header
         self._lock = threading.Lock()
         self._fd = -1
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
-            self._fd = os.open(path, flags, 0o644)
-            if append:
-                self._terminate_partial_line()
+
+    def _open(self) -> None:
+        assert self.path is not None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if self.append else os.O_TRUNC)
+        self._fd = os.open(self.path, flags, 0o644)
+        if self.append:
+            self._terminate_partial_line()
+        if self._header is not None:
+            self._write(self._header)
 
     def _terminate_partial_line(self) -> None:
         assert self.path is not None
@@ -30,14 +41,22 @@ class TraceWriter:
                 if f.read(1) != b"\n":
                     os.write(self._fd, b"\n")
 
-    def emit(self, event: TraceEvent) -> None:
-        if self._fd < 0:
-            return
+    def _write(self, event: TraceEvent) -> None:
         line = event.model_dump_json(exclude_none=True) + "\n"
-        with self._lock:
-            os.write(self._fd, line.encode("utf-8"))
+        _write_all(self._fd, line.encode("utf-8"))
 
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+    def emit(self, event: TraceEvent) -> None:
+        if self.path is None:
+            return
+        with self._lock:
+            if self._fd < 0:
+                self._open()
+            self._write(event)
+
+    def close(self, completed: bool = True) -> None:
+        with self._lock:
+            if completed and self._fd < 0 and self.path is not None:
+                self._open()
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1

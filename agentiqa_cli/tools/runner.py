@@ -7,6 +7,8 @@ gets a one-line error for that tool instead of a retry or a crash.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -92,8 +94,13 @@ class ToolRunner:
                 norm=card.normalize(raw),
                 seconds=time.perf_counter() - t0,
             )
-        except (ToolUnavailableError, ValueError, RuntimeError) as e:
+        except ToolUnavailableError as e:
             return ToolScore(tool=card.name, error=str(e), seconds=time.perf_counter() - t0)
+        except Exception as e:  # one tool failing on one image never ends the image
+            msg = (
+                f"{card.name}: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+            )
+            return ToolScore(tool=card.name, error=msg, seconds=time.perf_counter() - t0)
 
     def _run_pyiqa(
         self, card: ToolCard, metric: Any, image: LoadedImage, ref: LoadedImage | None
@@ -131,7 +138,9 @@ def build_pyiqa_metric(card: ToolCard, device: str) -> Any:
     except ImportError as e:  # pragma: no cover - pyiqa is a hard dependency
         raise ToolUnavailableError(f"{card.name}: pyiqa is not importable ({e})") from None
     try:
-        metric = pyiqa.create_metric(card.metric, device=device, as_loss=False)
+        # pyiqa prints download progress on stdout, which belongs to our table/--json
+        with contextlib.redirect_stdout(sys.stderr):
+            metric = pyiqa.create_metric(card.metric, device=device, as_loss=False)
     except Exception as e:
         # pyiqa raises whatever urllib/huggingface_hub raise when weights cannot be fetched
         reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__

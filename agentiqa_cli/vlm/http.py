@@ -209,14 +209,21 @@ class OpenAIHTTPVLM:
             )
         usage = data.get("usage") or {}
         tokens, top = _logprobs(choice.get("logprobs")) if request.top_logprobs else (None, None)
+
+        def count(name: str) -> int:
+            try:
+                return int(usage.get(name) or 0)
+            except (TypeError, ValueError):  # a malformed usage field is not worth failing for
+                return 0
+
         return VLMReply(
             text=text,
             tokens=tokens,
             top_logprobs=top,
             usage=Usage(
                 calls=1,
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
+                prompt_tokens=count("prompt_tokens"),
+                completion_tokens=count("completion_tokens"),
             ),
             latency=latency,
             finish_reason=finish,
@@ -248,6 +255,8 @@ class OpenAIHTTPVLM:
             raise _Retryable("timeout", f"no reply within {self.timeout:g} s") from None
         except _TRANSPORT_ERRORS as e:
             raise _Retryable("transport", _describe(e)) from None
+        except httpx.HTTPError as e:  # bad URL scheme, proxy, protocol: not worth retrying
+            raise VLMError(self._redact(f"VLM request to {url} failed: {_describe(e)}")) from None
         if resp.status_code in _RETRY_STATUS or resp.status_code >= 500:
             err = _Retryable("status", f"HTTP {resp.status_code}: {_error_text(resp)}")
             err.retry_after = _retry_after(resp)

@@ -1,0 +1,142 @@
+"""Fit the built-in detectors' logistic parameters on synthetic distortions.
+
+There is no human-rated data set on this machine, so each detector is fitted against a
+pseudo-MOS on the synthetic set of ``bench.synth``: an undistorted photo is 5, and a photo
+distorted at level L (1..5) by a kind the detector is built for is ``5 - 0.8 L`` (level 5
+→ 1). Only the clean photos and the detector's own kinds enter its fit: what a detector
+reads on other kinds (noise makes the sharpness detector read *sharper*) is not a
+statement about its own attribute, and fusion relies on the clean plateau at 5 absorbing it.
+
+The curve is the 5-parameter logistic of ``tools.logistic`` with its linear term fixed at
+0 (b4 = 0): a monotone sigmoid from the clean plateau to the worst one. With b4 free
+(``tools.logistic.fit_logistic``) least squares trades a huge b1 against a huge b4 on
+these data (noise: b1 = -80, b4 = 75), which turns the curve back up just outside the
+fitted readings; the bounded form cannot do that, and ``fit_detector`` checks the
+direction over the card's whole raw range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agentiqa_cli.bench.synth import SynthItem
+from agentiqa_cli.imaging.load import load_image
+from agentiqa_cli.tools.detectors import DETECTORS
+from agentiqa_cli.tools.logistic import logistic5
+
+# detector → the synthetic kinds it is built to see
+TARGETS: dict[str, tuple[str, ...]] = {
+    "sharpness": ("blur", "motion_blur"),
+    "noise": ("noise",),
+    "blockiness": ("jpeg",),
+    "pixelation": ("pixelate",),
+    "underexposure": ("darken",),
+    "overexposure": ("brighten",),
+    "contrast": ("contrast",),
+    "colorfulness": ("desaturate",),
+    "colorcast": ("color_cast",),
+    "saturation_clip": ("oversaturate",),
+}
+
+# colour detectors cannot judge black-and-white photos: those are left out of their fits
+COLOUR_ONLY = frozenset({"colorfulness", "colorcast", "saturation_clip"})
+MONOCHROME_COLORFULNESS = 0.002
+
+
+def pseudo_mos(level: int) -> float:
+    return 5.0 - 0.8 * level
+
+
+@dataclass(frozen=True)
+class Reading:
+    """All detectors' raw values on one synthetic item."""
+
+    photo: str  # the clean image's stem
+    kind: str
+    level: int
+    raw: Mapping[str, float]
+
+
+def read_items(items: Iterable[SynthItem]) -> list[Reading]:
+    out = []
+    for it in items:
+        img = load_image(it.path)
+        raw = {name: fn(img) for name, fn in DETECTORS.items()}
+        out.append(Reading(it.clean.stem, it.kind, it.level, raw))
+    return out
+
+
+@dataclass(frozen=True)
+class Fit:
+    name: str
+    params: list[float]
+    rmse: float
+    n: int
+    photos: int
+
+
+def _monochrome(readings: Sequence[Reading]) -> set[str]:
+    return {
+        r.photo
+        for r in readings
+        if r.level == 0 and r.raw["colorfulness"] < MONOCHROME_COLORFULNESS
+    }
+
+
+def fit_sigmoid(x: np.ndarray, y: np.ndarray, higher_better: bool) -> tuple[list[float], float]:
+    """Least-squares b1, b2, b3, b5 of ``logistic5`` with b4 = 0 and b1 >= 0, so the curve
+    rises with x when ``higher_better`` and falls otherwise. Returns (params, RMSE)."""
+    from scipy.optimize import curve_fit
+
+    def f(v: np.ndarray, b1: float, b2: float, b3: float, b5: float) -> np.ndarray:
+        return logistic5(v, b1, b2, b3, 0.0, b5)
+
+    spread = float(np.std(x)) or 1.0
+    sign = 1.0 if higher_better else -1.0
+    lo_b2, hi_b2 = (0.0, np.inf) if higher_better else (-np.inf, 0.0)
+    best: tuple[list[float], float] | None = None
+    for b3 in np.percentile(x, [10, 30, 50, 70, 90]):
+        for scale in (1.0, 10.0):
+            p0 = [4.0, sign * scale / spread, float(b3), 3.0]
+            try:
+                popt, _ = curve_fit(
+                    f,
+                    x,
+                    y,
+                    p0=p0,
+                    bounds=([0.0, lo_b2, -np.inf, -np.inf], [np.inf, hi_b2, np.inf, np.inf]),
+                    maxfev=20000,
+                )
+            except (RuntimeError, ValueError):
+                continue
+            rmse = float(np.sqrt(np.mean((f(x, *popt) - y) ** 2)))
+            if best is None or rmse < best[1] - 1e-9:
+                b1, b2, b3_, b5 = (float(v) for v in popt)
+                best = ([b1, b2, b3_, 0.0, b5], rmse)
+    if best is None:
+        raise ValueError("logistic fit did not converge")
+    return best
+
+
+def fit_detector(
+    name: str,
+    readings: Sequence[Reading],
+    lower_better: bool,
+    raw_range: tuple[float, float],
+    exclude: Iterable[str] = (),
+) -> Fit:
+    """The detector's logistic against the pseudo-MOS (see the module docstring)."""
+    skip = set(exclude) | (_monochrome(readings) if name in COLOUR_ONLY else set())
+    kinds = set(TARGETS[name])
+    rows = [r for r in readings if r.photo not in skip and (r.level == 0 or r.kind in kinds)]
+    x = np.array([r.raw[name] for r in rows], dtype=float)
+    y = np.array([pseudo_mos(r.level) for r in rows], dtype=float)
+    params, rmse = fit_sigmoid(x, y, higher_better=not lower_better)
+    grid = np.linspace(raw_range[0], raw_range[1], 2048)
+    step = np.diff(logistic5(grid, *params))
+    if bool((step > 1e-12).any() if lower_better else (step < -1e-12).any()):
+        raise ValueError(f"{name}: fitted logistic is not monotone over the raw range {raw_range}")
+    return Fit(name, params, rmse, len(rows), len({r.photo for r in rows}))

@@ -1,0 +1,382 @@
+"""Deterministic synthetic distortions (KADID-10k style kinds, 5 levels) and bundled clean photos.
+
+Each kind is a function ``(rgb, level, rng) -> rgb`` on H×W×3 float32 arrays in [0, 1].
+Levels 1..5 go from just visible to very strong on a ~512-pixel photo; the parameters are
+in ``LEVELS`` so reports can quote them. Compression kinds go through a real encode/decode
+with Pillow. The randomness (noise, motion direction, cast hue) comes from a generator seeded by
+(seed, clean file name, kind), so one item's bytes do not depend on which other items are
+generated or in what order, and the levels of one image share the same draw: they differ
+in strength only (the same noise pattern scaled up, the same motion direction).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image, features
+from scipy import ndimage, signal
+
+Array = NDArray[np.float32]
+Kind = Callable[[Array, int, np.random.Generator], Array]
+
+# Parameters per level 1..5. Pixel sizes assume photos of roughly 400-800 pixels a side.
+LEVELS: dict[str, tuple[float, ...]] = {
+    "blur": (1.0, 1.8, 2.8, 4.2, 6.0),  # gaussian sigma, px
+    "motion_blur": (5, 9, 15, 23, 33),  # line length, px, random direction
+    "noise": (0.02, 0.04, 0.07, 0.11, 0.16),  # gaussian sigma on [0, 1]
+    "jpeg": (40, 25, 15, 8, 3),  # Pillow JPEG quality
+    "jpeg2000": (30, 60, 120, 240, 480),  # compression ratio
+    "brighten": (1.25, 1.5, 1.8, 2.2, 2.7),  # gain, then clipped (seed 003 A.1: beta > 1)
+    "darken": (0.75, 0.58, 0.42, 0.3, 0.2),  # gain (seed 003 A.1: beta < 1)
+    "contrast": (0.7, 0.5, 0.35, 0.22, 0.12),  # spread kept around the mean luma
+    "desaturate": (0.6, 0.4, 0.25, 0.12, 0.0),  # chroma kept
+    "oversaturate": (1.5, 2.0, 2.6, 3.3, 4.2),  # chroma gain, then clipped
+    "pixelate": (2, 3, 4, 6, 9),  # block size, px
+    "color_cast": (0.08, 0.15, 0.25, 0.38, 0.55),  # log channel gain, random hue direction
+}
+
+# The eight kinds of the default quality check (scripts/quality_check.py).
+CHECK_KINDS: tuple[str, ...] = (
+    "blur",
+    "motion_blur",
+    "noise",
+    "jpeg",
+    "brighten",
+    "darken",
+    "contrast",
+    "pixelate",
+)
+
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
+def _param(kind: str, level: int) -> float:
+    if not 1 <= level <= 5:
+        raise ValueError(f"level must be 1..5, got {level}")
+    return LEVELS[kind][level - 1]
+
+
+def _to_u8(x: Array) -> NDArray[np.uint8]:
+    return (np.clip(x, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+
+def _from_u8(x: NDArray[np.uint8]) -> Array:
+    return x.astype(np.float32) / 255.0
+
+
+def blur(x: Array, level: int, rng: np.random.Generator) -> Array:
+    s = _param("blur", level)
+    return ndimage.gaussian_filter(x, sigma=(s, s, 0), mode="reflect")
+
+
+def motion_blur(x: Array, level: int, rng: np.random.Generator) -> Array:
+    from skimage.draw import line_aa
+
+    length = int(_param("motion_blur", level))
+    angle = rng.uniform(0.0, np.pi)
+    r = length // 2
+    k = np.zeros((2 * r + 1, 2 * r + 1), dtype=np.float32)
+    dy, dx = r * np.sin(angle), r * np.cos(angle)
+    rr, cc, val = line_aa(round(r - dy), round(r - dx), round(r + dy), round(r + dx))
+    k[rr, cc] = np.maximum(k[rr, cc], val)
+    k /= k.sum()
+    pad = ((r, r), (r, r), (0, 0))
+    xp = np.pad(x, pad, mode="reflect")
+    return signal.fftconvolve(xp, k[..., None], mode="valid", axes=(0, 1)).astype(np.float32)
+
+
+def noise(x: Array, level: int, rng: np.random.Generator) -> Array:
+    s = _param("noise", level)
+    return x + rng.normal(0.0, s, size=x.shape).astype(np.float32)
+
+
+def _codec(x: Array, **save: object) -> Array:
+    buf = io.BytesIO()
+    Image.fromarray(_to_u8(x)).save(buf, **save)  # type: ignore[arg-type]
+    buf.seek(0)
+    with Image.open(buf) as im:
+        return _from_u8(np.asarray(im.convert("RGB")))
+
+
+def jpeg(x: Array, level: int, rng: np.random.Generator) -> Array:
+    return _codec(x, format="JPEG", quality=int(_param("jpeg", level)))
+
+
+def jpeg2000(x: Array, level: int, rng: np.random.Generator) -> Array:
+    return _codec(
+        x,
+        format="JPEG2000",
+        quality_mode="rates",
+        quality_layers=[_param("jpeg2000", level)],
+        irreversible=True,
+    )
+
+
+def brighten(x: Array, level: int, rng: np.random.Generator) -> Array:
+    return x * _param("brighten", level)
+
+
+def darken(x: Array, level: int, rng: np.random.Generator) -> Array:
+    return x * _param("darken", level)
+
+
+def contrast(x: Array, level: int, rng: np.random.Generator) -> Array:
+    m = float((x @ _LUMA).mean())
+    return m + (x - m) * _param("contrast", level)
+
+
+def _chroma(x: Array, gain: float) -> Array:
+    y = (x @ _LUMA)[..., None]
+    return y + (x - y) * gain
+
+
+def desaturate(x: Array, level: int, rng: np.random.Generator) -> Array:
+    return _chroma(x, _param("desaturate", level))
+
+
+def oversaturate(x: Array, level: int, rng: np.random.Generator) -> Array:
+    return _chroma(x, _param("oversaturate", level))
+
+
+def color_cast(x: Array, level: int, rng: np.random.Generator) -> Array:
+    s = _param("color_cast", level)
+    phi = rng.uniform(0.0, 2.0 * np.pi)
+    # a unit direction orthogonal to grey (1, 1, 1): a white-balance error, not a brightness change
+    u = np.cos(phi) * np.array([1.0, -0.5, -0.5]) / np.sqrt(1.5) + np.sin(phi) * np.array(
+        [0.0, 1.0, -1.0]
+    ) / np.sqrt(2.0)
+    return x * np.exp(s * u).astype(np.float32)
+
+
+def pixelate(x: Array, level: int, rng: np.random.Generator) -> Array:
+    b = int(_param("pixelate", level))
+    h, w = x.shape[:2]
+    im = Image.fromarray(_to_u8(x))
+    small = im.resize((max(1, round(w / b)), max(1, round(h / b))), Image.Resampling.BOX)
+    return _from_u8(np.asarray(small.resize((w, h), Image.Resampling.NEAREST)))
+
+
+KINDS: dict[str, Kind] = {
+    "blur": blur,
+    "motion_blur": motion_blur,
+    "noise": noise,
+    "jpeg": jpeg,
+    "brighten": brighten,
+    "darken": darken,
+    "contrast": contrast,
+    "desaturate": desaturate,
+    "oversaturate": oversaturate,
+    "pixelate": pixelate,
+    "color_cast": color_cast,
+}
+if features.check("jpg_2000"):  # Pillow built without OpenJPEG cannot encode it
+    KINDS["jpeg2000"] = jpeg2000
+
+
+def distort(x: Array, kind: str, level: int, rng: np.random.Generator) -> Array:
+    """One distorted copy, clipped to [0, 1] and quantized to 8 bits as it will be saved."""
+    try:
+        fn = KINDS[kind]
+    except KeyError:
+        raise ValueError(f"unknown distortion kind {kind!r}; known: {', '.join(KINDS)}") from None
+    return _from_u8(_to_u8(fn(x.astype(np.float32), level, rng)))
+
+
+@dataclass(frozen=True)
+class SynthItem:
+    path: Path
+    clean: Path
+    kind: str  # "clean" for the undistorted image (level 0)
+    level: int
+
+
+def _rng(seed: int, name: str, kind: str) -> np.random.Generator:
+    key = zlib.crc32(f"{name}\0{kind}".encode())
+    return np.random.default_rng([seed, key])
+
+
+def _read_rgb(path: Path) -> Array:
+    with Image.open(path) as im:
+        return _from_u8(np.asarray(im.convert("RGB")))
+
+
+def generate(
+    clean_paths: Sequence[Path],
+    out_dir: Path,
+    kinds: Iterable[str] | None = None,
+    levels: Iterable[int] = (1, 2, 3, 4, 5),
+    seed: int = 0,
+) -> list[SynthItem]:
+    """Write every (clean image, kind, level) as a PNG in ``out_dir`` plus ``manifest.csv``.
+
+    The manifest has columns ``image, reference, kind, level`` with paths relative to
+    ``out_dir`` (so two runs into different folders write identical manifests); it lists the
+    clean images too, as kind ``clean``, level 0, with themselves as reference.
+    """
+    kind_list = list(KINDS) if kinds is None else list(kinds)
+    for k in kind_list:
+        if k not in KINDS:
+            raise ValueError(f"unknown distortion kind {k!r}; known: {', '.join(KINDS)}")
+    level_list = sorted(set(levels))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    items: list[SynthItem] = []
+    stems: set[str] = set()
+    for i, clean in enumerate(clean_paths):
+        clean = Path(clean)
+        stem = clean.stem if clean.stem not in stems else f"{clean.stem}_{i}"
+        stems.add(stem)
+        x = _read_rgb(clean)
+        items.append(SynthItem(clean, clean, "clean", 0))
+        for kind in kind_list:
+            for level in level_list:
+                y = distort(x, kind, level, _rng(seed, stem, kind))
+                path = out_dir / f"{stem}__{kind}_{level}.png"
+                Image.fromarray(_to_u8(y)).save(path, format="PNG", compress_level=1)
+                items.append(SynthItem(path, clean, kind, level))
+    write_manifest(items, out_dir / "manifest.csv")
+    return items
+
+
+def write_manifest(items: Sequence[SynthItem], path: Path) -> None:
+    base = path.parent.resolve()
+
+    def rel(p: Path) -> str:
+        return Path(os.path.relpath(Path(p).resolve(), base)).as_posix()
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["image", "reference", "kind", "level"])
+        for it in items:
+            w.writerow([rel(it.path), rel(it.clean), it.kind, it.level])
+
+
+def read_manifest(path: Path) -> list[SynthItem]:
+    """The items of a manifest written by ``generate``, with paths resolved against its folder."""
+    base = path.parent
+    with open(path, newline="", encoding="utf-8") as f:
+        return [
+            SynthItem(base / r["image"], base / r["reference"], r["kind"], int(r["level"]))
+            for r in csv.DictReader(f)
+        ]
+
+
+# -- bundled clean photos ------------------------------------------------------------------
+
+# Photographs shipped inside scikit-image (no pooch download needed). "rocket" is a night
+# scene and "coffee" has a shallow depth of field: both are there to catch false alarms.
+PHOTOS: tuple[str, ...] = (
+    "astronaut",
+    "coffee",
+    "chelsea",
+    "rocket",
+    "camera",
+    "coins",
+    "motorcycle",
+    "gravel",
+)
+
+
+def _skimage_photo(name: str) -> NDArray[np.uint8]:
+    from skimage import data
+
+    img = data.stereo_motorcycle()[0] if name == "motorcycle" else getattr(data, name)()
+    img = np.asarray(img)
+    if img.ndim == 2:
+        img = np.repeat(img[..., None], 3, axis=2)
+    return np.ascontiguousarray(img[..., :3].astype(np.uint8))
+
+
+def sample_photos(
+    out_dir: Path, size: int | tuple[int, int] = 512, names: Sequence[str] = PHOTOS
+) -> list[Path]:
+    """Write the bundled photos as clean PNGs.
+
+    ``size`` is the long side (aspect kept) or an exact ``(width, height)`` (centre crop to
+    that aspect, then resize). Resizing uses Lanczos from larger originals, so the results
+    stay sharp.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in names:
+        im = Image.fromarray(_skimage_photo(name))
+        w, h = im.size
+        if isinstance(size, int):
+            s = size / max(w, h)
+            target = (max(16, round(w * s)), max(16, round(h * s)))
+        else:
+            target = (int(size[0]), int(size[1]))
+            aspect = target[0] / target[1]
+            if w / h > aspect:
+                cw = round(h * aspect)
+                im = im.crop(((w - cw) // 2, 0, (w - cw) // 2 + cw, h))
+            else:
+                ch = round(w / aspect)
+                im = im.crop((0, (h - ch) // 2, w, (h - ch) // 2 + ch))
+        im = im.resize(target, Image.Resampling.LANCZOS)
+        path = out_dir / f"{name}.png"
+        im.save(path, format="PNG", compress_level=1)
+        paths.append(path)
+    return paths
+
+
+def bundled_photos(names: Sequence[str] = PHOTOS) -> list[Array]:
+    """The bundled photos at their original sizes, as RGB float32 arrays in [0, 1]."""
+    return [_from_u8(_skimage_photo(n)) for n in names]
+
+
+def write_bundled_photos(out_dir: Path, size: int | tuple[int, int] = 512) -> list[Path]:
+    """Alias of ``sample_photos`` for scripts: the bundled photos as clean PNGs."""
+    return sample_photos(out_dir, size)
+
+
+def generate_from_dir(
+    clean_dir: Path,
+    out_dir: Path,
+    kinds: Iterable[str] | None = None,
+    levels: int | Iterable[int] = 5,
+    size: int | None = 384,
+    seed: int = 0,
+) -> Path:
+    """Distort every image of ``clean_dir`` (not recursive); returns the manifest's path.
+
+    The clean images are first decoded (any mode → RGB) and resized to ``size`` on the long
+    side (None keeps them as they are) into ``out_dir/clean``, so the distortion parameters,
+    which are in pixels, mean the same whatever the input resolution. ``levels`` is a count
+    (1..levels) or an explicit list. Unreadable files raise ``ImageError``.
+    """
+    from agentiqa_cli.errors import ConfigError
+    from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS
+    from agentiqa_cli.imaging.load import load_image
+
+    sources = sorted(
+        p for p in Path(clean_dir).iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+    )
+    if not sources:
+        raise ConfigError(f"no images in {clean_dir}")
+    clean_out = Path(out_dir) / "clean"
+    clean_out.mkdir(parents=True, exist_ok=True)
+    cleaned = []
+    used: set[str] = set()
+    for p in sources:
+        img = load_image(p)
+        im = Image.fromarray(_to_u8(img.pixels))
+        if size:
+            w, h = im.size
+            s = size / max(w, h)
+            im = im.resize((max(16, round(w * s)), max(16, round(h * s))), Image.Resampling.LANCZOS)
+        stem = p.stem if p.stem not in used else f"{p.stem}_{len(used)}"
+        used.add(stem)
+        dst = clean_out / f"{stem}.png"
+        im.save(dst, format="PNG", compress_level=1)
+        cleaned.append(dst)
+    level_list = range(1, levels + 1) if isinstance(levels, int) else levels
+    generate(cleaned, Path(out_dir), kinds, level_list, seed)
+    return Path(out_dir) / "manifest.csv"
