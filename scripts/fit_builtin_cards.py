@@ -35,12 +35,14 @@ def source_text(kinds: tuple[str, ...], n: int, photos: int, rmse: float) -> str
     return (
         f"scripts/fit_builtin_cards.py: bench.synth on the {photos} photos bundled with scikit-image "
         f"({SIZE} px long side, seed {SEED}); pseudo-MOS 5 for clean, 5 - 0.8*level for "
-        f"{'/'.join(kinds)} levels 1-5; 5PL with b4 = 0; {n} images, RMSE {rmse:.3f}"
+        f"{'/'.join(kinds)} levels 1-5, clean weighted to balance; 5PL with b4 = 0; {n} images, RMSE {rmse:.3f}"
     )
 
 
 def _scalar(v: Any) -> str:
-    return yaml.safe_dump(v, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+    return (
+        yaml.safe_dump(v, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+    )
 
 
 def dump_card(card: dict[str, Any]) -> str:
@@ -62,12 +64,16 @@ def dump_card(card: dict[str, Any]) -> str:
 
 def _folded(key: str, text: str, indent: int = 0) -> list[str]:
     pad = " " * indent
-    body = textwrap.wrap(text, width=100 - indent - 2, break_long_words=False, break_on_hyphens=False)
+    body = textwrap.wrap(
+        text, width=100 - indent - 2, break_long_words=False, break_on_hyphens=False
+    )
     return [f"{pad}{key}: >-", *(f"{pad}  {line}" for line in body)]
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--cards", type=Path, default=Path("tool_cards"))
     ap.add_argument("--work", type=Path, default=None, help="keep the synthetic images here")
     ap.add_argument("--dry-run", action="store_true", help="print the fits, write nothing")
@@ -89,7 +95,9 @@ def main() -> int:
         }
         text = dump_card(data)
         ToolCard.model_validate(yaml.safe_load(text))  # what we write must load
-        print(f"{name:16s} rmse {fit.rmse:.3f}  n {fit.n:3d}  params {[round(p, 4) for p in fit.params]}")
+        print(
+            f"{name:16s} rmse {fit.rmse:.3f}  n {fit.n:3d}  params {[round(p, 4) for p in fit.params]}"
+        )
         if not args.dry_run:
             path.write_text(text, encoding="utf-8")
     print(f"{len(PHOTOS)} photos, {len(items)} images")

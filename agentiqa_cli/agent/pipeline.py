@@ -254,6 +254,21 @@ class Agent:
             ]
         return []
 
+    def _measuring(self, category: str, tool: str, evidence: list[ToolScore]) -> str:
+        """A category's built-in detectors act as one instrument: when the selected tool is
+        one of them, the reading used is the one that measured the problem in this image
+        (the worst of them), e.g. ``underexposure`` rather than ``overexposure`` for a dark
+        photo. The selection stays per distortion set (cached); the reading is per image."""
+        card = self.cards.get(tool)
+        if card.backend != "builtin":
+            return tool
+        same = [
+            s
+            for s in evidence
+            if s.ok and s.norm is not None and category in self.cards.get(s.tool).distortions
+        ]
+        return min(same, key=lambda s: (s.norm, s.tool)).tool if same else tool
+
     async def _tools(
         self,
         plan: Plan,
@@ -272,7 +287,8 @@ class Agent:
         else:
             cats = list(dict.fromkeys(f.category for f in findings if f.severity != "none"))
             if sw.tool_selection and cats and self.candidates(full_ref):
-                by_category = await self.select(cats, full_ref, usage, pair)
+                selected = await self.select(cats, full_ref, usage, pair)
+                by_category = {c: self._measuring(c, t, evidence) for c, t in selected.items()}
             chosen = list(dict.fromkeys(by_category.values())) or list(
                 self.opt.default_fr if full_ref else self.opt.default_nr
             )

@@ -72,13 +72,15 @@ class RulesVLM:
         return plan_query(ctx["query"], ctx["has_reference"], ctx["tool_names"])
 
     def _findings(self, ctx: dict[str, Any]) -> list[Finding]:
-        from agentiqa_cli.tools.detectors import findings
+        from agentiqa_cli.tools.severity import findings
 
         readings = {s.tool: s.raw for s in ctx["evidence_scores"] if s.raw is not None}
-        return findings(readings)
+        return findings(readings, self.cards)
 
     def _examine(self, ctx: dict[str, Any]) -> AnalyzeReply:
-        found = [f for f in self._findings(ctx) if f.severity != "none"]
+        # "slight" readings are within what clean photos show (the paper: report a
+        # distortion only when it is visible); asked about explicitly, they are reported
+        found = [f for f in self._findings(ctx) if f.severity not in ("none", "slight")]
         return _analysis(found, ctx["scopes"])
 
     def _analyze(self, ctx: dict[str, Any]) -> AnalyzeReply:
@@ -108,7 +110,7 @@ class RulesVLM:
         return AnalyzeReply(distortion_analysis=out)
 
     def _detect(self, ctx: dict[str, Any]) -> DetectReply:
-        found = [f for f in self._findings(ctx) if f.severity != "none"]
+        found = [f for f in self._findings(ctx) if f.severity not in ("none", "slight")]
         cats = list(dict.fromkeys(f.category for f in found))
         return DetectReply(distortion_set={scope: cats for scope in ctx["scopes"]})
 

@@ -6,6 +6,8 @@ distorted at level L (1..5) by a kind the detector is built for is ``5 - 0.8 L``
 → 1). Only the clean photos and the detector's own kinds enter its fit: what a detector
 reads on other kinds (noise makes the sharpness detector read *sharper*) is not a
 statement about its own attribute, and fusion relies on the clean plateau at 5 absorbing it.
+The clean photos weigh as much in total as the distorted ones, so that the curve puts
+undistorted photos of every content on that plateau.
 
 The curve is the 5-parameter logistic of ``tools.logistic`` with its linear term fixed at
 0 (b4 = 0): a monotone sigmoid from the clean plateau to the worst one. With b4 free
@@ -86,14 +88,19 @@ def _monochrome(readings: Sequence[Reading]) -> set[str]:
     }
 
 
-def fit_sigmoid(x: np.ndarray, y: np.ndarray, higher_better: bool) -> tuple[list[float], float]:
-    """Least-squares b1, b2, b3, b5 of ``logistic5`` with b4 = 0 and b1 >= 0, so the curve
-    rises with x when ``higher_better`` and falls otherwise. Returns (params, RMSE)."""
+def fit_sigmoid(
+    x: np.ndarray, y: np.ndarray, higher_better: bool, weight: np.ndarray | None = None
+) -> tuple[list[float], float]:
+    """Weighted least-squares b1, b2, b3, b5 of ``logistic5`` with b4 = 0 and b1 >= 0, so
+    the curve rises with x when ``higher_better`` and falls otherwise. Returns (params,
+    weighted RMSE)."""
     from scipy.optimize import curve_fit
 
     def f(v: np.ndarray, b1: float, b2: float, b3: float, b5: float) -> np.ndarray:
         return logistic5(v, b1, b2, b3, 0.0, b5)
 
+    w = np.ones_like(x) if weight is None else np.asarray(weight, dtype=float)
+    sigma = 1.0 / np.sqrt(w)
     spread = float(np.std(x)) or 1.0
     sign = 1.0 if higher_better else -1.0
     lo_b2, hi_b2 = (0.0, np.inf) if higher_better else (-np.inf, 0.0)
@@ -107,12 +114,13 @@ def fit_sigmoid(x: np.ndarray, y: np.ndarray, higher_better: bool) -> tuple[list
                     x,
                     y,
                     p0=p0,
+                    sigma=sigma,
                     bounds=([0.0, lo_b2, -np.inf, -np.inf], [np.inf, hi_b2, np.inf, np.inf]),
                     maxfev=20000,
                 )
             except (RuntimeError, ValueError):
                 continue
-            rmse = float(np.sqrt(np.mean((f(x, *popt) - y) ** 2)))
+            rmse = float(np.sqrt(np.average((f(x, *popt) - y) ** 2, weights=w)))
             if best is None or rmse < best[1] - 1e-9:
                 b1, b2, b3_, b5 = (float(v) for v in popt)
                 best = ([b1, b2, b3_, 0.0, b5], rmse)
@@ -134,7 +142,11 @@ def fit_detector(
     rows = [r for r in readings if r.photo not in skip and (r.level == 0 or r.kind in kinds)]
     x = np.array([r.raw[name] for r in rows], dtype=float)
     y = np.array([pseudo_mos(r.level) for r in rows], dtype=float)
-    params, rmse = fit_sigmoid(x, y, higher_better=not lower_better)
+    clean = np.array([r.level == 0 for r in rows])
+    # clean and distorted images weigh the same in total, so "a clean photo reads clean"
+    # is not outvoted five (or ten) to one by the distorted levels
+    w = np.where(clean, (~clean).sum() / max(1, clean.sum()), 1.0)
+    params, rmse = fit_sigmoid(x, y, not lower_better, w)
     grid = np.linspace(raw_range[0], raw_range[1], 2048)
     step = np.diff(logistic5(grid, *params))
     if bool((step > 1e-12).any() if lower_better else (step < -1e-12).any()):
