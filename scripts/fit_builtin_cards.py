@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from agentiqa_cli.bench.builtin_fit import TARGETS, fit_detector, read_items
+from agentiqa_cli.bench.builtin_fit import COLOUR_ONLY, TARGETS, fit_detector, read_items
 from agentiqa_cli.bench.synth import KINDS, PHOTOS, generate, sample_photos
 from agentiqa_cli.tools.cards import ToolCard
 
@@ -31,9 +31,10 @@ SIZE = 512
 SEED = 0
 
 
-def source_text(kinds: tuple[str, ...], n: int, photos: int, rmse: float) -> str:
+def source_text(kinds: tuple[str, ...], n: int, photos: int, rmse: float, colour: bool) -> str:
+    which = f"{photos} colour photos" if colour else f"{photos} photos"
     return (
-        f"scripts/fit_builtin_cards.py: bench.synth on the {photos} photos bundled with scikit-image "
+        f"scripts/fit_builtin_cards.py: bench.synth on the {which} bundled with scikit-image "
         f"({SIZE} px long side, seed {SEED}); pseudo-MOS 5 for clean, 5 - 0.8*level for "
         f"{'/'.join(kinds)} levels 1-5, clean weighted to balance; 5PL with b4 = 0; {n} images, RMSE {rmse:.3f}"
     )
@@ -50,7 +51,7 @@ def dump_card(card: dict[str, Any]) -> str:
     lines = []
     for key, v in card.items():
         if key == "logistic" and v is not None:
-            params = ", ".join(f"{p:.6g}" for p in v["params"])
+            params = ", ".join(f"{p:.10g}" for p in v["params"])
             lines += ["logistic:", f"  params: [{params}]"]
             lines += _folded("source", v["source"], indent=2)
         elif isinstance(v, list):
@@ -91,7 +92,7 @@ def main() -> int:
         fit = fit_detector(name, readings, bool(data["lower_better"]), (float(lo), float(hi)))
         data["logistic"] = {
             "params": fit.params,
-            "source": source_text(kinds, fit.n, fit.photos, fit.rmse),
+            "source": source_text(kinds, fit.n, fit.photos, fit.rmse, name in COLOUR_ONLY),
         }
         text = dump_card(data)
         ToolCard.model_validate(yaml.safe_load(text))  # what we write must load

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from agentiqa_cli.bench.builtin_fit import TARGETS, Reading, fit_detector, read_items
-from agentiqa_cli.bench.synth import CHECK_KINDS, generate, sample_photos
+from agentiqa_cli.bench.synth import CHECK_KINDS, PHOTOS, generate, sample_photos
 from agentiqa_cli.bench.synth_eval import SynthRow, evaluate_synth
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.resources import default_cards_dir
@@ -118,6 +118,9 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=None, help="keep the synthetic images here")
     ap.add_argument("--size", type=int, default=SIZE, help="long side of the photos (cards: 512)")
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument(
+        "--photos", default=",".join(PHOTOS), help="skimage.data images (offline ones only)"
+    )
     args = ap.parse_args()
     kinds = [k for k in args.kinds.split(",") if k]
     tools = [t for t in args.tools.split(",") if t]
@@ -125,7 +128,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
-        clean = sample_photos(work / "clean", args.size)
+        clean = sample_photos(work / "clean", args.size, [n for n in args.photos.split(",") if n])
         items = generate(clean, work / "synth", kinds, range(1, 6), args.seed)
         readings = read_items(items)
         extra = {
@@ -139,7 +142,7 @@ def main() -> int:
     print(
         f"{len(items)} images: photos at {args.size} px, seed {args.seed}, kinds {', '.join(kinds)}"
     )
-    report("in-sample (cards as shipped)", rows, _norms(readings, cards, tools, extra), tools)
+    report("cards as shipped", rows, _norms(readings, cards, tools, extra), tools)
     if args.loo:
         report("leave-one-photo-out refits", rows, _loo_norms(readings, cards, tools, extra), tools)
 

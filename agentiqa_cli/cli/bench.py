@@ -317,6 +317,13 @@ def run_synth(
                     f"{card.name} is full-reference; synth compares no-reference methods"
                 )
             preds[card.name] = tool_method(session.runner, card, on_item=tick)(items)
+    # `agentiqa score`'s default: the plain mean of the default no-reference set
+    if all(n in preds for n in DEFAULT_NR_TOOLS):
+        cols = [preds[n] for n in DEFAULT_NR_TOOLS]
+        preds["score (default set)"] = [
+            None if any(v is None for v in row) else sum(row) / len(row)
+            for row in zip(*cols, strict=True)
+        ]
     trace.close()
     return rows, evaluate_synth(rows, preds, findings)
 

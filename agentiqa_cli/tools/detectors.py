@@ -11,8 +11,8 @@ Working planes, computed once per image and cached on it:
 - ``_full``: full-resolution luma, centre crop of at most 1024×1024 whose offset is a
   multiple of 8 (so JPEG's block grid stays aligned), for noise, blockiness and
   pixelation, which downscaling would erase.
-- ``_sample``: RGB strided to at most ~64k pixels for histogram statistics (exposure,
-  contrast, colour); percentiles do not need every pixel.
+- ``_grid`` / ``_sample``: RGB strided to at most ~64k pixels (2-D / flattened) for
+  histogram statistics (exposure, contrast, colour); percentiles do not need every pixel.
 """
 
 from __future__ import annotations
@@ -79,13 +79,19 @@ def _full(image: LoadedImage) -> F32:
     return _cached(image, "det:full", make)
 
 
-def _sample(image: LoadedImage) -> F32:
+def _grid(image: LoadedImage) -> F32:
+    """RGB strided to at most ~SAMPLE_PIXELS pixels, kept 2-D (h × w × 3)."""
+
     def make() -> F32:
         p = image.pixels
         step = max(1, int(np.ceil(np.sqrt(p.shape[0] * p.shape[1] / SAMPLE_PIXELS))))
-        return p[::step, ::step].reshape(-1, 3)
+        return p[::step, ::step]
 
-    return _cached(image, "det:sample", make)
+    return _cached(image, "det:grid", make)
+
+
+def _sample(image: LoadedImage) -> F32:
+    return _cached(image, "det:sample", lambda: _grid(image).reshape(-1, 3))
 
 
 def _luma(rgb: F32) -> F32:
@@ -344,14 +350,22 @@ def colorcast(image: LoadedImage) -> float:
 
 
 def saturation_clip(image: LoadedImage) -> float:
-    """Fraction of strongly coloured pixels with a channel clipped at 0 or 1 (lower is
-    better): oversaturation pushes colours out of gamut and flattens them there."""
-    p = _sample(image)
-    r, g, b = p[:, 0], p[:, 1], p[:, 2]
-    hi, lo = np.maximum(np.maximum(r, g), b), np.minimum(np.minimum(r, g), b)
-    vivid = (hi - lo) > 0.4
-    clipped = vivid & ((hi >= 254.5 / 255) | (lo <= 0.5 / 255))
-    return float(clipped.mean())
+    """Fraction of vivid pixels flattened against the gamut (lower is better): a channel
+    clipped at 0 or 1 in a strongly coloured pixel *and* in its neighbour on the sampling
+    grid. Oversaturation pushes whole areas out of gamut; noise clips isolated pixels,
+    which the neighbour condition leaves out."""
+    p = _grid(image)
+    if p.shape[1] < 2:
+        return 0.0
+    chans = [np.ascontiguousarray(p[..., c]) for c in range(3)]
+    hi = np.maximum(np.maximum(chans[0], chans[1]), chans[2])
+    lo = np.minimum(np.minimum(chans[0], chans[1]), chans[2])
+    vivid = (hi - lo)[:, 1:] > 0.4
+    flat = np.zeros_like(vivid)
+    for ch in chans:
+        top, bottom = ch >= 254.5 / 255, ch <= 0.5 / 255
+        flat |= (top[:, 1:] & top[:, :-1]) | (bottom[:, 1:] & bottom[:, :-1])
+    return float((flat & vivid).mean())
 
 
 DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
