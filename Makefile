@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque
+.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
@@ -30,8 +30,18 @@ setup: $(STAMP)
 
 demo: setup
 	$(BIN)/python scripts/make_samples.py samples
-	$(BIN)/agentiqa score samples --out samples/scores.csv
-	$(BIN)/agentiqa assess samples --out samples/results.csv
+	@echo "--- agentiqa score: tools only (signal detectors), fused by the worst tool"
+	$(BIN)/agentiqa score samples -R --fusion min --out samples/scores.csv
+	@echo "--- agentiqa assess: the agent (rules backend: no VLM configured)"
+	$(BIN)/agentiqa assess samples -R --out samples/results.csv
+
+# refit the built-in detectors' and the weight-free pyiqa cards' logistics (minutes; not in CI)
+fit-cards: setup
+	$(BIN)/python scripts/fit_builtin_cards.py
+	$(BIN)/python scripts/calibrate_cards.py
+
+quality: setup
+	$(BIN)/python scripts/quality_check.py
 
 lint: setup
 	$(BIN)/ruff check agentiqa_cli tests scripts

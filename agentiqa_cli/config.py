@@ -32,6 +32,7 @@ class Settings(BaseModel):
     )
     device: str = "auto"
     tools: list[str] | None = None
+    fusion: Literal["mean", "min"] = Field("mean", description="how `score` fuses its tools")
     learned_tools: bool = Field(
         False,
         description="let the agent select tools that need downloaded weights (cached or online)",
@@ -52,7 +53,7 @@ class Settings(BaseModel):
 
     def fingerprint(self, *parts: Any, include_agent: bool = True) -> str:
         """Hash of the settings that change results (plus extra parts), for resume keys."""
-        fields = {"tools"}  # the calibration overlay is hashed by content, not path
+        fields = {"tools", "fusion"}  # the calibration overlay is hashed by content, not path
         if include_agent:
             fields |= {"vlm", "model", "vlm_fallback", "query", "image_pixels", "learned_tools"}
         relevant = self.model_dump(mode="json", include=fields)

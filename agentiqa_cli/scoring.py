@@ -6,17 +6,29 @@ import asyncio
 from statistics import fmean
 
 from agentiqa_cli.batch import Pair
+from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent, level_of
 from agentiqa_cli.tools.cards import ToolCard
 from agentiqa_cli.tools.runner import ToolRunner
 
+FUSIONS = ("mean", "min")
+
 
 class ToolScorer:
-    def __init__(self, runner: ToolRunner, cards: list[ToolCard], trace: TraceWriter):
+    """``fusion="mean"`` is the paper's mean of normalized scores. ``"min"`` (the worst tool)
+    suits sets of specialised detectors: an image is as bad as its worst attribute, while
+    one bad attribute barely moves the mean of seven."""
+
+    def __init__(
+        self, runner: ToolRunner, cards: list[ToolCard], trace: TraceWriter, fusion: str = "mean"
+    ):
+        if fusion not in FUSIONS:
+            raise ConfigError(f"--fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
         self.runner = runner
         self.cards = cards
         self.trace = trace
+        self.fusion = fusion
 
     async def __call__(self, pair: Pair) -> Result:
         scores = await asyncio.to_thread(
@@ -43,7 +55,7 @@ class ToolScorer:
         failed = [s for s in scores if not s.ok]
         result = Result(image=name, reference=pair.job.ref_name, key=pair.key, tools=scores)
         if ok:
-            result.score = fmean(ok)
+            result.score = fmean(ok) if self.fusion == "mean" else min(ok)
             result.level = level_of(result.score)
         if failed:
             msg = "; ".join(s.error or f"{s.tool} failed" for s in failed)

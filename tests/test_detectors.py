@@ -170,3 +170,11 @@ def test_large_image_is_measured_on_reduced_planes():
     DETECTORS["sharpness"](img)
     assert img._tensors["det:detail"].shape[1] <= 1024
     assert max(img._tensors["det:full"].shape) <= 1024
+
+
+def test_detect_gives_findings_for_a_noisy_photo(photo):
+    from agentiqa_cli.tools.detectors import detect
+
+    noisy = distort(photo, "noise", 5, np.random.default_rng(0))
+    sev = {f.category: f.severity for f in detect(_img(noisy))}
+    assert SEVERITIES.index(sev["Noise"]) >= SEVERITIES.index("severe")

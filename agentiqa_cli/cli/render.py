@@ -87,32 +87,30 @@ class Reporter:
 
 
 def results_table(results: list[Result], title: str, max_rows: int = 50) -> Table:
+    """Worst first (errors, then lowest scores); columns only when some row fills them."""
     table = Table(title=title, title_justify="left", show_lines=False)
+    show_notes = any(r.status == "error" or r.distortions for r in results)
     table.add_column("image", overflow="fold")
     table.add_column("score", justify="right")
     table.add_column("level")
-    table.add_column("distortions / error", overflow="fold")
-    table.add_column("tools", overflow="fold")
+    if show_notes:
+        table.add_column("distortions / error", overflow="fold")
+    table.add_column("tools (1-5)", overflow="fold")
     ordered = sorted(
         results, key=lambda r: (r.status != "error", r.score if r.score is not None else 9)
     )
     for r in ordered[:max_rows]:
         # file names and messages are data, not markup: "[/x]" in a name must print as is
         if r.status == "error":
-            table.add_row(escape(r.image), "-", "[red]error[/]", f"[red]{escape(r.error)}[/]", "")
-        else:
-            score = f"{r.score:.2f}" if r.score is not None else "-"
-            table.add_row(
-                escape(r.image),
-                score,
-                r.level or "-",
-                escape(r.distortions_cell() or "none"),
-                escape(r.tools_cell()),
-            )
+            note = [f"[red]{escape(r.error)}[/]"] if show_notes else []
+            table.add_row(escape(r.image), "-", "[red]error[/]", *note, "")
+            continue
+        score = f"{r.score:.2f}" if r.score is not None else "-"
+        tools = " ".join(f"{t.tool} {t.norm:.1f}" for t in r.tools if t.ok and t.norm is not None)
+        note = [escape(r.distortions_cell() or "none")] if show_notes else []
+        table.add_row(escape(r.image), score, r.level or "-", *note, escape(tools))
     if len(results) > max_rows:
-        table.caption = (
-            f"{len(results) - max_rows} more rows in the CSV (lowest scores shown first)"
-        )
+        table.caption = f"{len(results) - max_rows} more rows in the CSV (lowest scores shown first)"
     return table
 
 

@@ -52,6 +52,14 @@ def score(
         ),
     ] = None,
     ref: Ref = None,
+    fusion: Annotated[
+        str | None,
+        typer.Option(
+            "--fusion",
+            help="mean: the mean of the tools' 1-5 scores (the paper's). min: the worst tool, "
+            "for gating on specialised detectors (one bad attribute barely moves a mean of seven).",
+        ),
+    ] = None,
     out: Out = Path("results.csv"),
     trace: TraceOpt = None,
     resume: Resume = False,
@@ -67,7 +75,7 @@ def score(
     tool_cards: CardsDir = None,
     max_pixels: MaxPixels = None,
 ) -> None:
-    """Tools only, no VLM: raw and normalized (1-5) score per tool, and their mean."""
+    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
     from agentiqa_cli.scoring import ToolScorer
     from agentiqa_cli.session import Session
 
@@ -79,6 +87,7 @@ def score(
         cards_dir=tool_cards,
         max_pixels=max_pixels,
         recursive=recursive or None,
+        fusion=fusion,
         tools=[t.strip() for t in tools.split(",") if t.strip()] if tools else None,
     )
     session = Session(settings)
@@ -91,7 +100,7 @@ def score(
         writer,
         tracer,
     ):
-        scorer = ToolScorer(session.runner, cards, tracer)
+        scorer = ToolScorer(session.runner, cards, tracer, settings.fusion)
         summary = _run(
             session, "score", jobs, scorer, writer, tracer, quiet, f"score ({', '.join(names)})"
         )

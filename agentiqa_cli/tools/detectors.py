@@ -25,9 +25,10 @@ from numpy.typing import NDArray
 from scipy import ndimage
 
 from agentiqa_cli.imaging.load import LoadedImage
+from agentiqa_cli.records import Finding
 from agentiqa_cli.tools.severity import findings
 
-__all__ = ["DETECTORS", "detect_all", "findings"]
+__all__ = ["DETECTORS", "detect", "detect_all", "findings"]
 
 F32 = NDArray[np.float32]
 
@@ -385,3 +386,8 @@ DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
 def detect_all(image: LoadedImage) -> dict[str, float]:
     """Every detector's raw reading for one image."""
     return {name: fn(image) for name, fn in DETECTORS.items()}
+
+
+def detect(image: LoadedImage) -> list[Finding]:
+    """Findings of all detectors on one image (shipped cards for severities)."""
+    return findings(detect_all(image))
