@@ -1,0 +1,100 @@
+"""The default `rules` agent on real photos: distortions named, severities rising, no false blur."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from scipy.ndimage import gaussian_filter
+
+from agentiqa_cli.batch import Decoder, Pair
+from agentiqa_cli.bench.synth import distort, sample_photos
+from agentiqa_cli.config import Settings
+from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.records import SEVERITIES
+from agentiqa_cli.session import Session
+
+KIND_CATEGORY = {
+    "blur": "Blurs",
+    "noise": "Noise",
+    "brighten": "Brightness change",
+    "darken": "Brightness change",
+    "contrast": "Contrast",
+    "jpeg": "Compression",
+}
+
+
+@pytest.fixture(scope="module")
+def photo(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
+    d = tmp_path_factory.mktemp("photos")
+    (p,) = sample_photos(d, 384, names=("astronaut",))
+    return np.asarray(Image.open(p).convert("RGB"), dtype=np.float32) / 255.0
+
+
+def assess(tmp: Path, arrays: dict[str, np.ndarray], query: str | None = None) -> dict[str, object]:
+    session = Session(Settings(concurrency=2, **({"query": query} if query else {})))
+    agent = session.agent(TraceWriter(None))
+    dec = Decoder(10**8)
+    pairs = []
+    for name, arr in arrays.items():
+        path = tmp / f"{name}.png"
+        Image.fromarray((np.clip(arr, 0, 1) * 255).round().astype(np.uint8)).save(path)
+        job = Job(image=path, root=tmp)
+        img, ref = dec.decode(job)
+        pairs.append(Pair(job, img, ref, key=name))
+
+    async def go() -> list[object]:
+        return await asyncio.gather(*(agent(p) for p in pairs))
+
+    return dict(zip(arrays, asyncio.run(go()), strict=True))
+
+
+def worst(result: object, category: str) -> int:
+    sev = [f.severity for f in result.distortions if f.category == category]  # type: ignore[attr-defined]
+    return max((SEVERITIES.index(s) for s in sev), default=0)
+
+
+@pytest.mark.parametrize("kind", sorted(KIND_CATEGORY))
+def test_distortion_named_with_rising_severity(
+    tmp_path: Path, photo: np.ndarray, kind: str
+) -> None:
+    arrays = {"clean": photo}
+    arrays |= {
+        f"{kind}{lv}": distort(photo, kind, lv, np.random.default_rng(lv)) for lv in (2, 3, 5)
+    }
+    res = assess(tmp_path, arrays)
+    cat = KIND_CATEGORY[kind]
+    sev = [worst(res[f"{kind}{lv}"], cat) for lv in (2, 3, 5)]
+    assert sev[-1] >= SEVERITIES.index("severe"), (kind, sev)
+    assert sev == sorted(sev) and sev[1] >= SEVERITIES.index("moderate"), (kind, sev)
+    scores = [res[n].score for n in ("clean", f"{kind}2", f"{kind}3", f"{kind}5")]  # type: ignore[attr-defined]
+    assert scores == sorted(scores, reverse=True), (kind, scores)
+    assert worst(res["clean"], cat) <= SEVERITIES.index("slight")
+    answer = res[f"{kind}5"].answer.lower()  # type: ignore[attr-defined]
+    assert cat.lower() in answer
+
+
+def test_soft_background_is_not_blur(tmp_path: Path, photo: np.ndarray) -> None:
+    """A sharp subject before an out-of-focus background (shallow depth of field)."""
+    h, w = photo.shape[:2]
+    soft = np.stack([gaussian_filter(photo[..., c], 6) for c in range(3)], axis=2)
+    yy, xx = np.mgrid[0:h, 0:w]
+    subject = ((yy - h * 0.45) / (h * 0.3)) ** 2 + ((xx - w * 0.5) / (w * 0.22)) ** 2 < 1
+    bokeh = np.where(subject[..., None], photo, soft)
+    res = assess(tmp_path, {"bokeh": bokeh, "blurred": soft})
+    assert worst(res["bokeh"], "Blurs") <= SEVERITIES.index("slight")
+    assert worst(res["blurred"], "Blurs") >= SEVERITIES.index("severe")
+
+
+def test_region_query_replans_to_get_evidence(tmp_path: Path, photo: np.ndarray) -> None:
+    """A region query plans no tools (App. A.2); the summarizer finds that insufficient and
+    the replan runs them, so the answer still rests on measurements."""
+    blurred = np.stack([gaussian_filter(photo[..., c], 4) for c in range(3)], axis=2)
+    res = assess(tmp_path, {"b": blurred}, query="Is the face in focus?")
+    r = res["b"]
+    assert r.tools and r.score is not None  # type: ignore[attr-defined]
+    assert worst(r, "Blurs") >= SEVERITIES.index("moderate")
