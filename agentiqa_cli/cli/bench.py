@@ -22,7 +22,7 @@ from agentiqa_cli.cli.options import (
     VlmOpt,
     make_settings,
 )
-from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.errors import ConfigError, VLMError
 
 ToolsOpt = Annotated[
     str | None,
@@ -215,7 +215,14 @@ def mcq(
             answer_questions(session, trace, qs, on_item=lambda: reporter.advance("", "ok"))
         )
     trace.close()
-    report = score_mcq(qs, lambda q: answers[q.id])
+
+    def answer(q: Any) -> tuple[str | None, dict[str, Any]]:
+        letter, info = answers[q.id]
+        if letter is None:  # unanswered: recorded with its reason, counted wrong
+            raise VLMError(str(info.get("error", "no answer")))
+        return letter, info
+
+    report = score_mcq(qs, answer)
     write_mcq_csv(report, out_dir / "answers.csv")
     t = Table(
         title=f"{questions.name}: {report.n} questions, backend {session.settings.vlm}",

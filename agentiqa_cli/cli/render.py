@@ -110,7 +110,9 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
         note = [escape(r.distortions_cell() or "none")] if show_notes else []
         table.add_row(escape(r.image), score, r.level or "-", *note, escape(tools))
     if len(results) > max_rows:
-        table.caption = f"{len(results) - max_rows} more rows in the CSV (lowest scores shown first)"
+        table.caption = (
+            f"{len(results) - max_rows} more rows in the CSV (lowest scores shown first)"
+        )
     return table
 
 
