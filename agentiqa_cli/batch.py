@@ -19,7 +19,7 @@ from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import LoadedImage, display_path, file_sha256, load_image
 from agentiqa_cli.io.results import ResultsWriter
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.records import Result, TraceEvent
+from agentiqa_cli.records import Result, ToolScore, TraceEvent
 
 
 @dataclass
@@ -71,6 +71,28 @@ class Decoder:
                 f"{image.size[0]}×{image.size[1]}; full-reference tools need equal sizes"
             )
         return image, ref
+
+
+def trace_tool_scores(
+    trace: TraceWriter, pair: Pair, scores: list[ToolScore], note: str | None = None
+) -> None:
+    """One ``tool`` event per score: which image and reference (by hash), raw and normalized."""
+    for s in scores:
+        trace.emit(
+            TraceEvent(
+                step="tool",
+                image=pair.job.name,
+                key=pair.key,
+                request={
+                    "tool": s.tool,
+                    "image": pair.image.sha256,
+                    "reference": pair.reference.sha256 if pair.reference else None,
+                },
+                parsed=s.model_dump(exclude_none=True),
+                latency=s.seconds,
+                note=s.error if s.error else note,
+            )
+        )
 
 
 def content_hashes(job: Job) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from statistics import fmean
 
-from agentiqa_cli.batch import Pair
+from agentiqa_cli.batch import Pair, trace_tool_scores
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent, level_of
@@ -35,22 +35,7 @@ class ToolScorer:
             self.runner.run_many, self.cards, pair.image, pair.reference
         )
         name = pair.job.name
-        for s in scores:
-            self.trace.emit(
-                TraceEvent(
-                    step="tool",
-                    image=name,
-                    key=pair.key,
-                    request={
-                        "tool": s.tool,
-                        "image": pair.image.sha256,
-                        "reference": pair.reference.sha256 if pair.reference else None,
-                    },
-                    parsed=s.model_dump(exclude_none=True),
-                    latency=s.seconds,
-                    note=s.error,
-                )
-            )
+        trace_tool_scores(self.trace, pair, scores)
         ok = [s.norm for s in scores if s.ok and s.norm is not None]
         failed = [s for s in scores if not s.ok]
         result = Result(image=name, reference=pair.job.ref_name, key=pair.key, tools=scores)

@@ -22,7 +22,7 @@ from agentiqa_cli.agent.replies import (
     ScoreReply,
     SelectReply,
 )
-from agentiqa_cli.batch import Pair
+from agentiqa_cli.batch import Pair, trace_tool_scores
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Finding, Plan, Result, ToolScore, TraceEvent, Usage
@@ -206,56 +206,43 @@ class Asker:
         }
         return variables, context
 
+    async def _look(
+        self,
+        role: str,
+        model: type[R],
+        plan: Plan,
+        pair: Pair,
+        evidence: list[ToolScore],
+        usage: Usage,
+        dynamic: dict[str, Any],
+    ) -> R:
+        """A role that looks at the image with the plan's scopes and the detector evidence."""
+        v, c = self._common(plan, pair, evidence)
+        r, _ = await self._ask(role, model, v, c, usage, self._images(pair), dynamic,
+                               image=pair.job.name, key=pair.key)  # fmt: skip
+        return r
+
     async def examine(
         self, plan: Plan, pair: Pair, evidence: list[ToolScore], usage: Usage
     ) -> AnalyzeReply:
-        v, c = self._common(plan, pair, evidence)
-        r, _ = await self._ask(
-            "examine",
-            AnalyzeReply,
-            v,
-            c,
-            usage,
-            self._images(pair),
-            {"scopes": plan.scopes},
-            image=pair.job.name,
-            key=pair.key,
+        """Detection and analysis in one constrained call."""
+        return await self._look(
+            "examine", AnalyzeReply, plan, pair, evidence, usage, {"scopes": plan.scopes}
         )
-        return r
 
     async def detect(
         self, plan: Plan, pair: Pair, evidence: list[ToolScore], usage: Usage
     ) -> DetectReply:
-        v, c = self._common(plan, pair, evidence)
-        r, _ = await self._ask(
-            "detect",
-            DetectReply,
-            v,
-            c,
-            usage,
-            self._images(pair),
-            {"scopes": plan.scopes},
-            image=pair.job.name,
-            key=pair.key,
+        return await self._look(
+            "detect", DetectReply, plan, pair, evidence, usage, {"scopes": plan.scopes}
         )
-        return r
 
     async def analyze(
         self, plan: Plan, pair: Pair, evidence: list[ToolScore], usage: Usage
     ) -> AnalyzeReply:
-        v, c = self._common(plan, pair, evidence)
-        r, _ = await self._ask(
-            "analyze",
-            AnalyzeReply,
-            v,
-            c,
-            usage,
-            self._images(pair),
-            {"distortions": plan.distortions or {}},
-            image=pair.job.name,
-            key=pair.key,
-        )
-        return r
+        """Severity of the distortions the query named."""
+        dyn = {"distortions": plan.distortions or {}}
+        return await self._look("analyze", AnalyzeReply, plan, pair, evidence, usage, dyn)
 
     async def select(
         self,
@@ -380,22 +367,7 @@ class Asker:
     # -- trace helpers for steps that make no request ---------------------------------------
 
     def trace_tools(self, pair: Pair, scores: list[ToolScore], note: str | None = None) -> None:
-        for s in scores:
-            self.trace.emit(
-                TraceEvent(
-                    step="tool",
-                    image=pair.job.name,
-                    key=pair.key,
-                    request={
-                        "tool": s.tool,
-                        "image": pair.image.sha256,
-                        "reference": pair.reference.sha256 if pair.reference else None,
-                    },
-                    parsed=s.model_dump(exclude_none=True),
-                    latency=s.seconds,
-                    note=s.error if s.error else note,
-                )
-            )
+        trace_tool_scores(self.trace, pair, scores, note)
 
     def trace_cached(self, step: str, pair: Pair, request: Any, parsed: Any) -> None:
         self.trace.emit(
