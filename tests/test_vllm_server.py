@@ -334,7 +334,7 @@ def test_assess_end_to_end_against_the_server(
     imgs = tmp_path / "imgs"
     imgs.mkdir()
     rng = np.random.default_rng(0)
-    for i in range(3):
+    for i in range(2):
         yy, xx = np.mgrid[0:96, 0:128]
         base = (0.5 + 0.4 * np.sin(xx / (5 + i)) * np.cos(yy / 7))[..., None].repeat(3, 2)
         arr = np.clip(base + rng.normal(0, 0.02 * i, base.shape), 0, 1)
@@ -342,11 +342,11 @@ def test_assess_end_to_end_against_the_server(
     out = tmp_path / "r.csv"
     env = {**os.environ, "AGENTIQA_API_KEY": KEY}
     cmd = [sys.executable, "-m", "agentiqa_cli", "assess", str(imgs), "--vlm", server.base_url,
-           "--model", vllm_server.SERVED_NAME, "-o", str(out), "-j", "3", "-q"]  # fmt: skip
+           "--model", vllm_server.SERVED_NAME, "-o", str(out), "-j", "2", "-q"]  # fmt: skip
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     df = pd.read_csv(out)
-    assert len(df) == 3 and (df["status"] == "ok").all()
+    assert len(df) == 2 and (df["status"] == "ok").all()
     assert df["score"].between(1, 5).all() and (df["vlm_calls"] >= 2).all()
     text = (tmp_path / "r.trace.jsonl").read_text()
     assert KEY not in text
@@ -361,7 +361,7 @@ def test_assess_end_to_end_against_the_server(
         if e["step"] == "summarize" and "reply" in e:
             last_summary[e["image"]] = e
     finals = [e for e in events if e["step"] == "final"]
-    assert len(finals) == 3
+    assert len(finals) == 2
     for f in finals:
         s = last_summary[f["image"]]["reply"]
         assert s["top_logprobs"], "the level's log-probabilities must be requested and returned"
