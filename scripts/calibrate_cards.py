@@ -1,11 +1,12 @@
 """Fit the logistic of every weight-free pyiqa card that Table 5 leaves uncalibrated.
 
 No human-rated data set can be downloaded here, so the fit uses `eval-bench synth` data
-made from the photos bundled with scikit-image and a documented pseudo-MOS: an image
-distorted at level L (1..5) gets 5 - 0.8·L, and, for no-reference tools, the clean photo
-gets 5. Full-reference tools are fitted on the distorted images only (a clean image
-compared with itself is a degenerate point: PSNR is infinite). It runs `agentiqa
-calibrate`'s own code, then records the parameters and their provenance on each card.
+made from the photos bundled with scikit-image and a documented pseudo-MOS: the clean
+photo gets 5 and an image distorted at level L (1..5) gets 5 - 0.8·L (full-reference tools
+compare each image with its clean photo). The curve is the monotone form the built-in
+detectors use (bench.builtin_fit.fit_sigmoid: b4 = 0, direction from the card), because
+the free linear term turns these curves the wrong way inside the raw range. The
+parameters and their provenance are recorded on each card.
 
     python scripts/calibrate_cards.py [--size 256] [--tools psnr,vsi,...] [--dry-run]
 """
@@ -13,14 +14,16 @@ calibrate`'s own code, then records the parameters and their provenance on each 
 from __future__ import annotations
 
 import argparse
-import csv
 import re
 import tempfile
 from pathlib import Path
 
-from agentiqa_cli.bench.builtin_fit import pseudo_mos
-from agentiqa_cli.bench.calibrate import calibrate
-from agentiqa_cli.bench.datasets import load_dataset
+import numpy as np
+
+from agentiqa_cli.bench.builtin_fit import fit_sigmoid, pseudo_mos
+from agentiqa_cli.bench.calibrate import collect_raw
+from agentiqa_cli.bench.methods import Item
+from agentiqa_cli.bench.metrics import spearman
 from agentiqa_cli.bench.synth import generate_from_dir, sample_photos
 from agentiqa_cli.bench.synth_eval import load_manifest
 from agentiqa_cli.resources import default_cards_dir
@@ -33,21 +36,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def uncalibrated_weight_free() -> list[str]:
     cards = load_cards(default_cards_dir())
     return [c.name for c in cards if c.backend == "pyiqa" and not c.weights and not c.calibrated]
-
-
-def write_dataset(manifest: Path, path: Path, full_reference: bool) -> int:
-    rows = load_manifest(manifest)
-    n = 0
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["image", "mos", "reference", "distortion"])
-        for r in rows:
-            if full_reference and r.level == 0:
-                continue
-            ref = str(r.reference) if (full_reference and r.reference) else ""
-            w.writerow([str(r.image), f"{pseudo_mos(r.level):.2f}", ref, r.kind or "clean"])
-            n += 1
-    return n
 
 
 def set_logistic(card_path: Path, params: list[float], source: str) -> None:
@@ -88,29 +76,29 @@ def main() -> None:
         work = Path(tmp)
         sample_photos(work / "photos", 512)
         manifest = generate_from_dir(work / "photos", work / "synth", size=args.size, seed=0)
-        for mode in ("FR", "NR"):
-            chosen = [cards.get(n) for n in names if cards.get(n).mode == mode]
-            if not chosen:
-                continue
-            data_csv = work / f"{mode}.csv"
-            n = write_dataset(manifest, data_csv, full_reference=mode == "FR")
-            data = load_dataset(data_csv, "csv")
-            fits = calibrate(data, runner, chosen, mos_range=(1.0, 5.0))
-            what = "distorted images" if mode == "FR" else "clean and distorted images"
-            source = (
-                f"agentiqa calibrate on eval-bench synth (scripts/calibrate_cards.py): {n} {what} "
-                f"from the 8 photos bundled with scikit-image at {args.size} px, "
-                f"{len({r.kind for r in load_manifest(manifest)} - {''})} kinds x 5 levels, seed 0; "
-                "pseudo-MOS 5 - 0.8*level (clean = 5)"
+        rows = load_manifest(manifest)
+        kinds = len({r.kind for r in rows if r.level > 0})
+        items = [Item(image=r.image, reference=r.reference or r.image) for r in rows]
+        mos = np.array([pseudo_mos(r.level) for r in rows])
+        chosen = [cards.get(n) for n in names]
+        raw = collect_raw(items, runner, chosen)
+        for card in chosen:
+            x = np.array([np.nan if v is None else v for v in raw[card.name]], dtype=float)
+            ok = np.isfinite(x)
+            params, rmse = fit_sigmoid(x[ok], mos[ok], higher_better=not card.lower_better)
+            srcc = spearman(x[ok], mos[ok])
+            print(
+                f"{card.name:10s} n={int(ok.sum()):4d} raw SRCC {srcc:+.3f} fit RMSE {rmse:.3f} params {[round(p, 4) for p in params]}"
             )
-            for fit in fits:
-                status = "SUSPECT" if fit.suspect else ("error" if fit.error else "ok")
-                print(
-                    f"{fit.tool:10s} n={fit.n:4d} srcc={fit.srcc} rmse={fit.rmse} {status} {fit.warnings or ''} {fit.error or ''}"
-                )
-                if fit.params is None or fit.suspect or args.dry_run:
-                    continue
-                set_logistic(default_cards_dir() / f"{fit.tool}.yaml", fit.params, source)
+            if args.dry_run:
+                continue
+            source = (
+                f"scripts/calibrate_cards.py on eval-bench synth: {int(ok.sum())} images (clean "
+                f"and {kinds} kinds x 5 levels) from the 8 photos bundled with scikit-image at "
+                f"{args.size} px, seed 0; pseudo-MOS 5 - 0.8*level; monotone logistic (b4 = 0); "
+                f"raw SRCC {srcc:+.2f}"
+            )
+            set_logistic(default_cards_dir() / f"{card.name}.yaml", params, source)
 
 
 if __name__ == "__main__":
