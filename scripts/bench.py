@@ -295,7 +295,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", type=int, help="section numbers to run")
     args = ap.parse_args()
     sections = {1: lambda: bench_score(args.images), 3: bench_detectors, 4: lambda: bench_agent(100),
-                5: lambda: bench_vllm(24), 6: bench_synth}  # fmt: skip
+                5: lambda: bench_vllm(8), 6: bench_synth}  # fmt: skip
     for k, fn in sections.items():
         if args.only and k not in args.only and not (k == 1 and 2 in args.only):
             continue
