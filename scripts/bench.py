@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
 import subprocess
@@ -144,7 +143,6 @@ def bench_detectors() -> None:
 
 def fake_vlm() -> object:
     """Answers every role instantly with a valid reply shaped by the request."""
-    from agentiqa_cli.agent.rules import rank_tools
     from agentiqa_cli.vlm.base import VLMReply, VLMRequest
     from agentiqa_cli.vlm.fake import ScriptedVLM
 
@@ -164,7 +162,6 @@ def fake_vlm() -> object:
         top = [{}, {}, {}, {"good": -0.1, "fair": -2.4, "excellent": -3.0}, {}, {}]
         return VLMReply(text=text, tokens=toks, top_logprobs=top, finish_reason="stop")
 
-    _ = rank_tools
     return ScriptedVLM(default=reply)
 
 
@@ -300,7 +297,6 @@ def main() -> None:
         if args.only and k not in args.only and not (k == 1 and 2 in args.only):
             continue
         fn()
-    _ = json
 
 
 if __name__ == "__main__":

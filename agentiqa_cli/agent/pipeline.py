@@ -10,8 +10,9 @@ thread so other images' VLM requests proceed meanwhile.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from agentiqa_cli.agent.fusion import fuse, level_logprobs, softmax_levels
 from agentiqa_cli.agent.replies import AnalyzeReply, DetectReply, ScoreReply, SelectReply
@@ -64,69 +65,55 @@ class Agent:
         self, query: str, has_reference: bool, usage: Usage, pair: Pair | None = None
     ) -> Plan:
         """The plan for (query, reference mode): asked once per batch, traced for every image."""
-        key = (query, has_reference)
-        fut = self._plans.get(key)
-        if fut is not None:
-            plan = await asyncio.shield(fut)
-            if pair is not None:
-                self.ask.trace_cached(
-                    "plan", pair, {"query": query, "has_reference": has_reference},
-                    plan.model_dump(mode="json"),
-                )  # fmt: skip
-            return plan
-        fut = asyncio.get_running_loop().create_future()
-        self._plans[key] = fut
-        try:
-            names = [c.name for c in self.cards]
-            image, image_key = (pair.job.name, pair.key) if pair is not None else (None, None)
-            plan = await self.ask.plan(query, has_reference, names, usage, image, key=image_key)
-            fut.set_result(plan)
-        except BaseException as e:
-            del self._plans[key]  # the next image asks again
-            fut.set_exception(e)
-            fut.exception()  # mark retrieved: waiters re-raise it themselves
-            raise
+        image, image_key = (pair.job.name, pair.key) if pair is not None else (None, None)
+        names = [c.name for c in self.cards]
+        plan, cached = await _once(
+            self._plans,
+            (query, has_reference),
+            lambda: self.ask.plan(query, has_reference, names, usage, image, key=image_key),
+        )
+        if cached and pair is not None:
+            self.ask.trace_cached(
+                "plan", pair, {"query": query, "has_reference": has_reference},
+                plan.model_dump(mode="json"),
+            )  # fmt: skip
         return plan
 
     async def select(
         self, categories: Sequence[str], full_reference: bool, usage: Usage, pair: Pair
     ) -> dict[str, str]:
-        key = (frozenset(categories), full_reference)
-        fut = self._selections.get(key)
-        if fut is None:
-            fut = asyncio.get_running_loop().create_future()
-            self._selections[key] = fut
-            try:
-                cands = self.candidates(full_reference)
-                reply: SelectReply = await self.ask.select(
-                    categories, full_reference, cands, usage, pair
-                )
-                names = {c.name for c in cands}
-                chosen: dict[str, str] = {
-                    str(cat): tool
-                    for scope_tools in reply.selected_tools.values()
-                    for cat, tool in scope_tools.items()
-                    if tool in names
-                }
-                fut.set_result(chosen)
-            except BaseException as e:
-                del self._selections[key]
-                fut.set_exception(e)
-                fut.exception()
-                raise
-        else:
-            self.ask.trace_cached("select", pair, {"categories": sorted(categories)}, await fut)
-        return dict(await asyncio.shield(fut))
+        async def ask() -> dict[str, str]:
+            cands = self.candidates(full_reference)
+            reply: SelectReply = await self.ask.select(
+                categories, full_reference, cands, usage, pair
+            )
+            names = {c.name for c in cands}
+            return {
+                str(cat): tool
+                for scope_tools in reply.selected_tools.values()
+                for cat, tool in scope_tools.items()
+                if tool in names
+            }
+
+        chosen, cached = await _once(self._selections, (frozenset(categories), full_reference), ask)
+        if cached:
+            self.ask.trace_cached("select", pair, {"categories": sorted(categories)}, chosen)
+        return dict(chosen)
+
+    async def _evidence(self, pair: Pair) -> list[ToolScore]:
+        """Every signal detector on the image: cheap, and what detection rests on."""
+        evidence = await asyncio.to_thread(
+            self.runner.run_many, self.evidence_cards, pair.image, None
+        )
+        self.ask.trace_tools(pair, evidence, note="evidence (signal detectors)")
+        return evidence
 
     # -- one image ----------------------------------------------------------------------------
     async def __call__(self, pair: Pair) -> Result:
         usage = Usage()
         has_ref = pair.reference is not None
         plan = await self.plan(self.opt.query, has_ref, usage, pair)
-        evidence = await asyncio.to_thread(
-            self.runner.run_many, self.evidence_cards, pair.image, None
-        )
-        self.ask.trace_tools(pair, evidence, note="evidence (signal detectors)")
+        evidence = await self._evidence(pair)
 
         findings: list[Finding] = []
         scores: list[ToolScore] = []
@@ -175,10 +162,7 @@ class Agent:
         the same evidence as ``assess``, then the interpretation summarizer picks a letter."""
         usage = Usage()
         plan = await self.plan(self.opt.query, pair.reference is not None, usage, pair)
-        evidence = await asyncio.to_thread(
-            self.runner.run_many, self.evidence_cards, pair.image, None
-        )
-        self.ask.trace_tools(pair, evidence, note="evidence (signal detectors)")
+        evidence = await self._evidence(pair)
         findings = await self._examine(plan, pair, evidence, usage)
         scores = await self._tools(plan, pair, findings, evidence, usage)
         reply = await self.ask.interpret(
@@ -308,6 +292,32 @@ class Agent:
             )
             for c in cards
         ]
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+async def _once(
+    cache: dict[K, asyncio.Future[V]], key: K, make: Callable[[], Awaitable[V]]
+) -> tuple[V, bool]:
+    """The value for ``key``, made by the first caller; later and concurrent callers await
+    the same future. A failure is not kept: the next caller tries again. Returns
+    (value, whether it came from the cache)."""
+    fut = cache.get(key)
+    if fut is not None:
+        return await asyncio.shield(fut), True
+    fut = asyncio.get_running_loop().create_future()
+    cache[key] = fut
+    try:
+        value = await make()
+    except BaseException as e:
+        del cache[key]
+        fut.set_exception(e)
+        fut.exception()  # mark retrieved: waiters re-raise it themselves
+        raise
+    fut.set_result(value)
+    return value, False
 
 
 def _findings_of(reply: AnalyzeReply) -> list[Finding]:

@@ -69,9 +69,11 @@ async def answer_questions(
     sem = asyncio.Semaphore(session.settings.concurrency)
     out: dict[str, tuple[str | None, dict[str, Any]]] = {}
 
+    fingerprint = session.fingerprint("assess")
+
     async def one(q: MCQuestion) -> None:
         job = _job(q.item())
-        key = await asyncio.to_thread(job_key, job, session.fingerprint("assess") + q.id)
+        key = await asyncio.to_thread(job_key, job, fingerprint + q.id)
         async with sem:
             try:
                 image, ref = await asyncio.to_thread(session.decoder.decode, job)

@@ -78,7 +78,7 @@ def _record(cells: list[str]) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         n = os.write(fd, view)
@@ -138,11 +138,11 @@ class ResultsWriter:
     def _ensure_open(self) -> None:
         if self._fd < 0:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            _write_all(self._fd, _record(self.columns))
+            write_all(self._fd, _record(self.columns))
 
     def write(self, result: Result) -> None:
         self._ensure_open()
-        _write_all(self._fd, _record(row_of(result, self.columns)))
+        write_all(self._fd, _record(row_of(result, self.columns)))
 
     def close(self, completed: bool = True) -> None:
         """``completed=False`` (the run failed before any row): leave the file as it was."""

@@ -10,7 +10,7 @@ import os
 import threading
 from pathlib import Path
 
-from agentiqa_cli.io.results import _write_all
+from agentiqa_cli.io.results import write_all
 from agentiqa_cli.records import TraceEvent
 
 
@@ -43,7 +43,7 @@ class TraceWriter:
 
     def _write(self, event: TraceEvent) -> None:
         line = event.model_dump_json(exclude_none=True) + "\n"
-        _write_all(self._fd, line.encode("utf-8"))
+        write_all(self._fd, line.encode("utf-8"))
 
     def emit(self, event: TraceEvent) -> None:
         if self.path is None:
