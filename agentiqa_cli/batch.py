@@ -18,18 +18,24 @@ from agentiqa_cli.errors import AgentIQAError, ImageError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import LoadedImage, display_path, file_sha256, load_image
 from agentiqa_cli.io.results import ResultsWriter
-from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.records import Result, ToolScore, TraceEvent
+from agentiqa_cli.io.trace import NO_TRACE, ImageTrace, TraceWriter
+from agentiqa_cli.records import Result, ToolRequest, ToolScore
 
 
 @dataclass
 class Pair:
-    """A decoded image and its decoded reference (if any), shared by every tool."""
+    """A decoded image and its decoded reference (if any), shared by every tool, with the
+    image's trace handle."""
 
     job: Job
     image: LoadedImage
     reference: LoadedImage | None
     key: str
+    trace: ImageTrace = NO_TRACE
+
+    def result(self) -> Result:
+        """An empty ``ok`` row for this image, for a process to fill in."""
+        return Result(image=self.job.name, reference=self.job.ref_name, key=self.key)
 
 
 class Decoder:
@@ -73,25 +79,19 @@ class Decoder:
         return image, ref
 
 
-def trace_tool_scores(
-    trace: TraceWriter, pair: Pair, scores: list[ToolScore], note: str | None = None
-) -> None:
+def trace_tool_scores(pair: Pair, scores: list[ToolScore], note: str | None = None) -> None:
     """One ``tool`` event per score: which image and reference (by hash), raw and normalized."""
     for s in scores:
-        trace.emit(
-            TraceEvent(
-                step="tool",
-                image=pair.job.name,
-                key=pair.key,
-                request={
-                    "tool": s.tool,
-                    "image": pair.image.sha256,
-                    "reference": pair.reference.sha256 if pair.reference else None,
-                },
-                parsed=s.model_dump(exclude_none=True),
-                latency=s.seconds,
-                note=s.error if s.error else note,
-            )
+        pair.trace.emit(
+            "tool",
+            request=ToolRequest(
+                tool=s.tool,
+                image=pair.image.sha256,
+                reference=pair.reference.sha256 if pair.reference else None,
+            ),
+            parsed=s.model_dump(mode="json", exclude_none=True),
+            latency=s.seconds,
+            note=s.error if s.error else note,
         )
 
 
@@ -119,6 +119,8 @@ def job_key(job: Job, fingerprint: str, hashes: list[str] | None = None) -> str:
         h.update(part.encode())
     if job.error:
         h.update(job.error.encode())
+    if job.tag:
+        h.update(b"\0" + job.tag.encode())
     return h.hexdigest()[:24]
 
 
@@ -186,7 +188,7 @@ async def run_batch(
             decoded = [image.sha256] + ([ref.sha256] if ref is not None else [])
             if decoded != hashes:  # the file changed between hashing and decoding
                 key = job_key(job, fingerprint, decoded)
-            result = await process(Pair(job, image, ref, key))
+            result = await process(Pair(job, image, ref, key, trace.bind(job.name, key)))
         except AgentIQAError as e:
             result = error_result(job, key, str(e), time.perf_counter() - t0)
             result.transient = not isinstance(e, ImageError)
@@ -196,7 +198,7 @@ async def run_batch(
             )
             result.transient = True
         if result.status == "error":
-            trace.emit(TraceEvent(step="error", image=job.name, key=result.key, note=result.error))
+            trace.bind(job.name, result.key).emit("error", note=result.error)
         result.seconds = time.perf_counter() - t0
         if writer is not None:
             writer.write(result)

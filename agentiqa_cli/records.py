@@ -6,9 +6,9 @@ CSV rows and JSONL trace lines are produced from these models and nothing else.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 # Quality levels, worst first: the level's index + 1 is its score on the 1–5 scale.
 LEVELS: tuple[str, ...] = ("bad", "poor", "fair", "good", "excellent")
@@ -119,6 +119,7 @@ class Result(Record):
     score: float | None = None
     level: str = ""
     answer: str = ""
+    choice: str | None = None  # the option letter, when the query was a multiple-choice one
     distortions: list[Finding] = Field(default_factory=list)
     tools: list[ToolScore] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
@@ -137,15 +138,48 @@ class Result(Record):
         return ";".join(f"{t.tool}={t.norm:.3f}" for t in self.tools if t.ok and t.norm is not None)
 
 
-class TraceEvent(Record):
-    """One JSONL line. ``step`` is run/plan/detect/analyze/select/tool/summarize/final/error."""
+Step = Literal[
+    "run", "plan", "detect", "analyze", "select", "tool", "summarize", "final", "error",
+    "probe", "crop",
+]  # fmt: skip
 
-    step: str
+
+class PromptRequest(Record):
+    """A rendered role request as the trace keeps it: images by hash, never bytes."""
+
+    prompt: str  # name@version#hash
+    messages: list[dict[str, JsonValue]]
+    constrained: bool
+    top_logprobs: int = 0
+
+
+class ToolRequest(Record):
+    """Which tool ran on which image (and reference), by content hash."""
+
+    tool: str
+    image: str
+    reference: str | None = None
+
+
+class ReplyRecord(Record):
+    """A model's raw reply, with enough log-probability positions to re-derive fusion."""
+
+    text: str
+    finish_reason: str | None = None
+    model: str = ""
+    tokens: list[str] | None = None
+    top_logprobs: list[dict[str, float]] | None = None
+
+
+class TraceEvent(Record):
+    """One JSONL line: a step of one image (or the run header), typed per part."""
+
+    step: Step
     image: str | None = None
     key: str | None = None
-    request: Any = None
-    reply: Any = None
-    parsed: Any = None
+    request: PromptRequest | ToolRequest | dict[str, JsonValue] | None = None
+    reply: ReplyRecord | None = None
+    parsed: JsonValue = None
     latency: float | None = None
     tokens: Usage | None = None
     note: str | None = None

@@ -7,8 +7,7 @@ from statistics import fmean
 
 from agentiqa_cli.batch import Pair, trace_tool_scores
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.records import Result, TraceEvent, level_of
+from agentiqa_cli.records import Result, level_of
 from agentiqa_cli.tools.cards import ToolCard
 from agentiqa_cli.tools.runner import ToolRunner
 
@@ -20,25 +19,22 @@ class ToolScorer:
     suits sets of specialised detectors: an image is as bad as its worst attribute, while
     one bad attribute barely moves the mean of seven."""
 
-    def __init__(
-        self, runner: ToolRunner, cards: list[ToolCard], trace: TraceWriter, fusion: str = "mean"
-    ):
+    def __init__(self, runner: ToolRunner, cards: list[ToolCard], fusion: str = "mean"):
         if fusion not in FUSIONS:
             raise ConfigError(f"--fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
         self.runner = runner
         self.cards = cards
-        self.trace = trace
         self.fusion = fusion
 
     async def __call__(self, pair: Pair) -> Result:
         scores = await asyncio.to_thread(
             self.runner.run_many, self.cards, pair.image, pair.reference
         )
-        name = pair.job.name
-        trace_tool_scores(self.trace, pair, scores)
+        trace_tool_scores(pair, scores)
         ok = [s.norm for s in scores if s.ok and s.norm is not None]
         failed = [s for s in scores if not s.ok]
-        result = Result(image=name, reference=pair.job.ref_name, key=pair.key, tools=scores)
+        result = pair.result()
+        result.tools = scores
         if ok:
             result.score = fmean(ok) if self.fusion == "mean" else min(ok)
             result.level = level_of(result.score)
@@ -48,12 +44,8 @@ class ToolScorer:
                 result.status, result.error = "error", msg
             else:
                 result.error = msg  # partial: the fused score uses the tools that ran
-        self.trace.emit(
-            TraceEvent(
-                step="final",
-                image=name,
-                key=pair.key,
-                parsed={"score": result.score, "level": result.level, "status": result.status},
-            )
+        pair.trace.emit(
+            "final",
+            parsed={"score": result.score, "level": result.level, "status": result.status},
         )
         return result

@@ -156,7 +156,8 @@ def fake_vlm() -> object:
             return {"distortion_analysis": {"Global": [
                 {"type": "Noise", "severity": "slight", "explanation": "fine grain"}]}}  # fmt: skip
         if req.role == "select":
-            return {"selected_tools": {"Global": {"Noise": req.context["candidates"][0]}}}
+            cands = req.inputs.candidates  # type: ignore[union-attr]
+            return {"selected_tools": {"Global": {"Noise": cands[0].name}}}
         text = '{"level":"good","answer":"good","reasoning":"ok","sufficient":true}'
         toks = ['{"', "level", '":"', "good", '","', "answer"]
         top = [{}, {}, {}, {"good": -0.1, "fair": -2.4, "excellent": -3.0}, {}, {}]
@@ -166,43 +167,38 @@ def fake_vlm() -> object:
 
 
 def bench_agent(n: int) -> None:
-    from agentiqa_cli.batch import run_batch
     from agentiqa_cli.config import Settings
     from agentiqa_cli.imaging.discover import discover, pair
     from agentiqa_cli.io.trace import TraceWriter
-    from agentiqa_cli.scoring import ToolScorer
-    from agentiqa_cli.session import Session
+    from agentiqa_cli.runtime import Runtime
 
     _, dist = make_pairs(200, (512, 384))
     jobs = pair(discover([str(dist)]), None)[:n]
     header(f"4. agent with an instant fake VLM, {len(jobs)} images, one query")
-    session = Session(Settings(concurrency=4))
     vlm = fake_vlm()
-    session.__dict__["vlm"] = vlm
     trace = TraceWriter(None)
-    agent = session.agent(trace)
 
-    async def run(process: object) -> object:
-        return await run_batch(jobs, process, fingerprint="bench", decoder=session.decoder,
-                               writer=None, trace=trace, concurrency=4)  # fmt: skip
+    async def go() -> tuple[object, float, float, list[str]]:
+        async with Runtime(Settings(concurrency=4), vlm=vlm) as rt:  # type: ignore[arg-type]
+            # warm up metric objects so both runs pay the same
+            await rt.run(jobs, await rt.agent(), command="bench", trace=trace)
+            vlm.requests.clear()  # type: ignore[attr-defined]
+            agent = await rt.agent()  # fresh caches: the plan and selection count again
+            t0 = time.perf_counter()
+            summary = await rt.run(jobs, agent, command="bench", trace=trace)
+            t_agent = time.perf_counter() - t0
+            tools_run = sorted(
+                {t.tool for r in summary.results for t in r.tools}
+                | {c.name for c in agent.evidence_cards}
+            )
+            t0 = time.perf_counter()
+            await rt.run(jobs, rt.scorer(rt.cards.resolve(tools_run)), command="score", trace=trace)
+            return summary, t_agent, time.perf_counter() - t0, tools_run
 
-    # warm up metric objects so both runs pay the same
-    asyncio.run(run(agent))
-    vlm.requests.clear()  # type: ignore[attr-defined]
-    agent = session.agent(trace)  # fresh caches: the plan and selection count again
-    t0 = time.perf_counter()
-    summary = asyncio.run(run(agent))
-    t_agent = time.perf_counter() - t0
+    summary, t_agent, t_tools, _ = asyncio.run(go())
     results = summary.results  # type: ignore[attr-defined]
     calls = sum(r.usage.calls for r in results)
     toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in results)
-    tools_run = sorted(
-        {t.tool for r in results for t in r.tools} | {c.name for c in agent.evidence_cards}
-    )
-    scorer = ToolScorer(session.runner, session.cards.resolve(tools_run), trace)
-    t0 = time.perf_counter()
-    asyncio.run(run(scorer))
-    t_tools = time.perf_counter() - t0
     by_role: dict[str, int] = {}
     for req in vlm.requests:  # type: ignore[attr-defined]
         by_role[req.role] = by_role.get(req.role, 0) + 1
@@ -229,17 +225,16 @@ def bench_vllm(n: int) -> None:
         return
     from agentiqa_cli.config import Settings
     from agentiqa_cli.imaging.discover import discover, pair
-    from agentiqa_cli.session import Session
 
     _, dist = make_pairs(200, (512, 384))
     jobs = pair(discover([str(dist)]), None)[:n]
     header(f"5. assess against the tiny vLLM server on 127.0.0.1, {len(jobs)} images")
     with VLLMServer() as server:
         for conc in (1, 8):
-            session = Session(Settings(vlm=server.base_url, model="tiny-qwen2vl", concurrency=conc,
-                                       vlm_fallback="none", timeout=120))  # fmt: skip
+            settings = Settings(vlm=server.base_url, model="tiny-qwen2vl", concurrency=conc,
+                                vlm_fallback="none", timeout=120)  # fmt: skip
             t0 = time.perf_counter()
-            summary = asyncio.run(_assess_all(session, jobs, conc))
+            summary = asyncio.run(_assess_all(settings, jobs))
             dt = time.perf_counter() - t0
             res = summary.results  # type: ignore[attr-defined]
             ok = [r for r in res if r.status == "ok"]
@@ -252,18 +247,13 @@ def bench_vllm(n: int) -> None:
             )
 
 
-async def _assess_all(session: object, jobs: list[object], conc: int) -> object:
-    from agentiqa_cli.batch import run_batch
+async def _assess_all(settings: object, jobs: list[object]) -> object:
     from agentiqa_cli.io.trace import TraceWriter
+    from agentiqa_cli.runtime import Runtime
 
-    trace = TraceWriter(None)
-    agent = session.agent(trace)  # type: ignore[attr-defined]
-    try:
-        await session.connect(agent)  # type: ignore[attr-defined]
-        return await run_batch(jobs, agent, fingerprint=f"b{conc}", decoder=session.decoder,  # type: ignore[attr-defined]
-                               writer=None, trace=trace, concurrency=conc)  # fmt: skip
-    finally:
-        await session.vlm.aclose()  # type: ignore[attr-defined]
+    async with Runtime(settings) as rt:  # type: ignore[arg-type]
+        agent = await rt.agent()
+        return await rt.run(jobs, agent, command="assess", trace=TraceWriter(None))  # type: ignore[arg-type]
 
 
 def bench_synth() -> None:

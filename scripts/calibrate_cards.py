@@ -14,6 +14,7 @@ parameters and their provenance are recorded on each card.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import re
 import tempfile
 from pathlib import Path
@@ -21,14 +22,17 @@ from pathlib import Path
 import numpy as np
 
 from agentiqa_cli.bench.builtin_fit import fit_sigmoid, pseudo_mos
-from agentiqa_cli.bench.calibrate import collect_raw
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.metrics import spearman
+from agentiqa_cli.bench.runs import Bench, raw_of
 from agentiqa_cli.bench.synth import generate_from_dir, sample_photos
 from agentiqa_cli.bench.synth_eval import load_manifest
+from agentiqa_cli.config import Settings
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.records import Result
 from agentiqa_cli.resources import default_cards_dir
-from agentiqa_cli.tools.cards import load_cards
-from agentiqa_cli.tools.runner import ToolRunner
+from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.tools.cards import ToolCard, load_cards
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,6 +63,13 @@ def set_logistic(card_path: Path, params: list[float], source: str) -> None:
     card_path.write_text(new, encoding="utf-8")
 
 
+async def _raw_rows(items: list[Item], cards: list[ToolCard]) -> list[Result]:
+    """Every tool on every item through the same Runtime as `agentiqa score`."""
+    async with Runtime(Settings(device="cpu")) as rt:
+        bench = Bench(rt, TraceWriter(None))
+        return await bench.run("raw", items, rt.scorer(cards), "score", refs=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -71,7 +82,6 @@ def main() -> None:
     args = ap.parse_args()
     names = args.tools.split(",") if args.tools else uncalibrated_weight_free()
     cards = load_cards(default_cards_dir())
-    runner = ToolRunner(cards, "cpu")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         sample_photos(work / "photos", 512)
@@ -81,9 +91,10 @@ def main() -> None:
         items = [Item(image=r.image, reference=r.reference or r.image) for r in rows]
         mos = np.array([pseudo_mos(r.level) for r in rows])
         chosen = [cards.get(n) for n in names]
-        raw = collect_raw(items, runner, chosen)
+        rows_out = asyncio.run(_raw_rows(items, chosen))
         for card in chosen:
-            x = np.array([np.nan if v is None else v for v in raw[card.name]], dtype=float)
+            raw = [raw_of(r, card.name) for r in rows_out]
+            x = np.array([np.nan if v is None else v for v in raw], dtype=float)
             ok = np.isfinite(x)
             params, rmse = fit_sigmoid(x[ok], mos[ok], higher_better=not card.lower_better)
             srcc = spearman(x[ok], mos[ok])

@@ -16,7 +16,7 @@ from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.session import Session
+from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.vlm.base import VLMReply, VLMRequest
 from agentiqa_cli.vlm.fake import ScriptedVLM
 from tests.conftest import natural_like, save_rgb
@@ -50,12 +50,11 @@ def summary_reply(
     )
 
 
-def make_session(tmp_path: Path, **settings: Any) -> Session:
-    s = Settings(tools=["piqe"], concurrency=2, **settings)
-    return Session(s)
+def make_session(tmp_path: Path, **settings: Any) -> Settings:
+    return Settings(tools=["piqe"], concurrency=2, **settings)
 
 
-def pairs(tmp_path: Path, n: int, session: Session) -> list[Pair]:
+def pairs(tmp_path: Path, n: int, settings: Settings) -> list[Pair]:
     dec = Decoder(10**8)
     out = []
     for i in range(n):
@@ -67,18 +66,20 @@ def pairs(tmp_path: Path, n: int, session: Session) -> list[Pair]:
 
 
 def run_agent(
-    session: Session,
+    settings: Settings,
     vlm: ScriptedVLM,
     items: list[Pair],
     trace: Path | None = None,
     query: str | None = None,
 ) -> list[Any]:
-    session.__dict__["vlm"] = vlm  # inject the fake behind the cached property
     tracer = TraceWriter(trace)
-    agent = session.agent(tracer, query=query)
+    for p in items:
+        p.trace = tracer.bind(p.job.name, p.key)
 
     async def go() -> list[Any]:
-        return await asyncio.gather(*(agent(p) for p in items))
+        async with Runtime(settings, vlm=vlm) as rt:
+            agent = await rt.agent(query)
+            return await asyncio.gather(*(agent(p) for p in items))
 
     try:
         return asyncio.run(go())

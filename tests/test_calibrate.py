@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import numpy as np
@@ -9,15 +10,19 @@ import pytest
 from PIL import Image
 
 from agentiqa_cli.bench.calibrate import (
-    calibrate,
+    CalibrationFit,
     fit_tool,
     mos_scale,
     rescale_mos,
     write_overlay,
 )
 from agentiqa_cli.bench.datasets import load_dataset
+from agentiqa_cli.bench.runs import Bench, run_calibrate
+from agentiqa_cli.config import Settings
 from agentiqa_cli.imaging.load import LoadedImage
+from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import ToolScore
+from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.cards import CardSet, ToolCard, load_overlay
 from agentiqa_cli.tools.logistic import logistic5
 
@@ -111,6 +116,11 @@ class MeanRunner:
         raw = 10.0 * float(image.pixels.mean())
         return ToolScore(tool=c.name, raw=raw, norm=c.normalize(raw))
 
+    def run_many(
+        self, cards: list[ToolCard], image: LoadedImage, ref: LoadedImage | None = None
+    ) -> list[ToolScore]:
+        return [self.run(c, image, ref if c.mode == "FR" else None) for c in cards]
+
 
 def test_calibrate_runs_tools_over_a_dataset(tmp_path: Path) -> None:
     rows = ["image,mos,reference"]
@@ -122,7 +132,14 @@ def test_calibrate_runs_tools_over_a_dataset(tmp_path: Path) -> None:
     (tmp_path / "ds.csv").write_text("\n".join(rows) + "\n")
     ds = load_dataset(tmp_path / "ds.csv")
     runner = MeanRunner()
-    fits = calibrate(ds, runner, [card("nr"), card("fr", mode="FR")])  # type: ignore[arg-type]
+
+    async def go() -> list[CalibrationFit]:
+        async with Runtime(Settings()) as rt:
+            rt.__dict__["runner"] = runner  # the fake behind the cached property
+            bench = Bench(rt, TraceWriter(None))
+            return await run_calibrate(bench, ds, [card("nr"), card("fr", mode="FR")])
+
+    fits = asyncio.run(go())
     assert [f.tool for f in fits] == ["nr", "fr"]
     for f in fits:
         assert f.n == 40 and f.mos_range == (0.0, 100.0) and f.increasing

@@ -17,7 +17,8 @@ from agentiqa_cli.bench.mcq import (
     score_mcq,
     write_mcq_csv,
 )
-from agentiqa_cli.errors import ConfigError, VLMError
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.records import Result
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,12 +51,12 @@ def test_scorer_accuracy_per_track(folder: Path) -> None:
     script = {"p1": "A", "p2": "a", "d1": "B. no", "d2": "Answer: A", "d3": "yes", "d4": "maybe",
               "t1": "A", "s1": None, "s2": "A"}  # fmt: skip
 
-    def answer_fn(question: MCQuestion) -> tuple[str | None, object]:
+    def row(question: MCQuestion) -> Result:
         if question.id == "s1":
-            raise VLMError("server unreachable")
-        return script[question.id], {"asked": question.id}
+            return Result(image="x.png", status="error", error="server unreachable")
+        return Result(image="x.png", choice=script[question.id], answer=f"asked {question.id}")
 
-    report = score_mcq(questions, answer_fn)
+    report = score_mcq(questions, {x.id: row(x) for x in questions})
     acc = {t.track: (t.correct, t.n) for t in report.tracks}
     assert acc == {"planner": (1, 2), "executor-distortion": (2, 4), "executor-tool": (1, 1),
                    "summarizer": (1, 2)}  # fmt: skip
@@ -67,7 +68,7 @@ def test_scorer_accuracy_per_track(folder: Path) -> None:
     assert by_id["d3"].predicted == "A" and by_id["d3"].correct  # option text accepted
     assert by_id["d4"].predicted is None and "names no option" in (by_id["d4"].error or "")
     assert by_id["s1"].error == "server unreachable" and not by_id["s1"].correct
-    assert by_id["p1"].info == {"asked": "p1"}
+    assert by_id["p1"].info == {"answer": "asked p1", "distortions": "", "vlm_calls": 0}
     out = folder / "answers.csv"
     write_mcq_csv(report, out)
     assert out.read_text().splitlines()[0] == "id,track,answer,predicted,correct,error"
@@ -129,7 +130,7 @@ def test_example_generator_is_deterministic_and_loads(tmp_path: Path) -> None:
     }  # fmt: skip
     assert len(questions) >= 12
     assert sum((a.parent / n).stat().st_size for n in files) < 50_000
-    perfect = score_mcq(questions, lambda x: (x.answer, None))
+    perfect = score_mcq(questions, {x.id: Result(image="x", choice=x.answer) for x in questions})
     assert perfect.overall == 1.0
 
 

@@ -14,9 +14,8 @@ from agentiqa_cli.batch import Decoder, Pair
 from agentiqa_cli.bench.synth import distort, sample_photos
 from agentiqa_cli.config import Settings
 from agentiqa_cli.imaging.discover import Job
-from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import SEVERITIES
-from agentiqa_cli.session import Session
+from agentiqa_cli.runtime import Runtime
 
 KIND_CATEGORY = {
     "blur": "Blurs",
@@ -36,8 +35,7 @@ def photo(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
 
 
 def assess(tmp: Path, arrays: dict[str, np.ndarray], query: str | None = None) -> dict[str, object]:
-    session = Session(Settings(concurrency=2, **({"query": query} if query else {})))
-    agent = session.agent(TraceWriter(None))
+    settings = Settings(concurrency=2, **({"query": query} if query else {}))
     dec = Decoder(10**8)
     pairs = []
     for name, arr in arrays.items():
@@ -48,7 +46,9 @@ def assess(tmp: Path, arrays: dict[str, np.ndarray], query: str | None = None) -
         pairs.append(Pair(job, img, ref, key=name))
 
     async def go() -> list[object]:
-        return await asyncio.gather(*(agent(p) for p in pairs))
+        async with Runtime(settings) as rt:
+            agent = await rt.agent()
+            return await asyncio.gather(*(agent(p) for p in pairs))
 
     return dict(zip(arrays, asyncio.run(go()), strict=True))
 

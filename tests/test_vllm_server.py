@@ -115,7 +115,7 @@ def opts(server: vllm_server.VLLMServer, **kw: Any) -> dict[str, Any]:
 def test_check_finds_the_model_and_rejects_a_wrong_name(
     server: vllm_server.VLLMServer,
 ) -> None:
-    assert run(lambda v: v.check(), **opts(server)) == [vllm_server.SERVED_NAME]
+    assert run(lambda v: v.served_models(), **opts(server)) == [vllm_server.SERVED_NAME]
     with pytest.raises(VLMError, match=f"available: {vllm_server.SERVED_NAME}"):
         run(lambda v: v.check(), **opts(server, model="qwen-72b"))
 

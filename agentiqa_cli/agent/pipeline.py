@@ -14,12 +14,25 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from pydantic import JsonValue
+
 from agentiqa_cli.agent.fusion import fuse, level_logprobs, softmax_levels
-from agentiqa_cli.agent.replies import AnalyzeReply, DetectReply, ScoreReply, SelectReply
+from agentiqa_cli.agent.inputs import (
+    AnalyzeInput,
+    DetectInput,
+    ExamineInput,
+    InterpretInput,
+    PlannerInput,
+    SelectInput,
+    SummarizeInput,
+)
+from agentiqa_cli.agent.replies import AnalyzeReply, ScoreReply
 from agentiqa_cli.agent.roles import Asker
-from agentiqa_cli.batch import Pair
+from agentiqa_cli.batch import Pair, trace_tool_scores
+from agentiqa_cli.io.trace import ImageTrace
 from agentiqa_cli.records import (
     LEVELS,
+    Category,
     Finding,
     Plan,
     PlanSwitches,
@@ -61,32 +74,36 @@ class Agent:
             if (full_reference or c.mode == "NR") and (self.opt.learned_tools or not c.weights)
         ]
 
-    async def plan(
-        self, query: str, has_reference: bool, usage: Usage, pair: Pair | None = None
-    ) -> Plan:
+    async def plan(self, has_reference: bool, usage: Usage, trace: ImageTrace) -> Plan:
         """The plan for (query, reference mode): asked once per batch, traced for every image."""
-        image, image_key = (pair.job.name, pair.key) if pair is not None else (None, None)
-        names = [c.name for c in self.cards]
-        plan, cached = await _once(
-            self._plans,
-            (query, has_reference),
-            lambda: self.ask.plan(query, has_reference, names, usage, image, key=image_key),
+        query = self.opt.query
+        inputs = PlannerInput(
+            query=query, has_reference=has_reference, tool_names=self.cards.names()
         )
-        if cached and pair is not None:
-            self.ask.trace_cached(
-                "plan", pair, {"query": query, "has_reference": has_reference},
-                plan.model_dump(mode="json"),
-            )  # fmt: skip
+        plan, cached = await _once(
+            self._plans, (query, has_reference), lambda: self.ask.plan(inputs, usage, trace)
+        )
+        if cached:
+            trace.emit(
+                "plan",
+                request={"query": query, "has_reference": has_reference},
+                parsed=plan.model_dump(mode="json"),
+                note="cached",
+            )
         return plan
 
     async def select(
-        self, categories: Sequence[str], full_reference: bool, usage: Usage, pair: Pair
+        self, categories: Sequence[Category], full_reference: bool, usage: Usage, pair: Pair
     ) -> dict[str, str]:
         async def ask() -> dict[str, str]:
             cands = self.candidates(full_reference)
-            reply: SelectReply = await self.ask.select(
-                categories, full_reference, cands, usage, pair
+            inputs = SelectInput(
+                query=self.opt.query,
+                full_reference=full_reference,
+                categories=list(categories),
+                candidates=cands,
             )
+            reply = await self.ask.select(inputs, usage, pair)
             names = {c.name for c in cands}
             return {
                 str(cat): tool
@@ -97,7 +114,12 @@ class Agent:
 
         chosen, cached = await _once(self._selections, (frozenset(categories), full_reference), ask)
         if cached:
-            self.ask.trace_cached("select", pair, {"categories": sorted(categories)}, chosen)
+            pair.trace.emit(
+                "select",
+                request={"categories": list(sorted(categories))},
+                parsed=dict(chosen),
+                note="cached",
+            )
         return dict(chosen)
 
     async def _evidence(self, pair: Pair) -> list[ToolScore]:
@@ -105,14 +127,14 @@ class Agent:
         evidence = await asyncio.to_thread(
             self.runner.run_many, self.evidence_cards, pair.image, None
         )
-        self.ask.trace_tools(pair, evidence, note="evidence (signal detectors)")
+        trace_tool_scores(pair, evidence, note="evidence (signal detectors)")
         return evidence
 
     # -- one image ----------------------------------------------------------------------------
     async def __call__(self, pair: Pair) -> Result:
         usage = Usage()
         has_ref = pair.reference is not None
-        plan = await self.plan(self.opt.query, has_ref, usage, pair)
+        plan = await self.plan(has_ref, usage, pair.trace)
         evidence = await self._evidence(pair)
 
         findings: list[Finding] = []
@@ -120,9 +142,16 @@ class Agent:
         summary: ScoreReply | None = None
         reply_lp: dict[str, float] | None = None
         for round_ in range(MAX_REPLANS + 1):
-            findings = await self._examine(plan, pair, evidence, usage)
-            scores = await self._tools(plan, pair, findings, evidence, usage)
-            summary, reply = await self.ask.summarize(plan, pair, findings, scores, evidence, usage)
+            findings, scores = await self._measure(plan, pair, evidence, usage)
+            inputs = SummarizeInput(
+                query=self.opt.query,
+                has_reference=has_ref,
+                evidence=evidence,
+                plan=plan,
+                findings=findings,
+                tool_scores=scores,
+            )
+            summary, reply = await self.ask.summarize(inputs, usage, pair)
             reply_lp = level_logprobs(reply, SUMMARY_PREFIX)
             if summary.sufficient or round_ == MAX_REPLANS:
                 break
@@ -133,23 +162,19 @@ class Agent:
         p = softmax_levels(reply_lp) if reply_lp else None
         # a score needs evidence: tool scores, or the VLM's level probabilities
         score = fuse(norms, p) if (norms or p) else None
-        result = Result(
-            image=pair.job.name,
-            reference=pair.job.ref_name,
-            key=pair.key,
-            score=score,
-            # no score, no level: the summarizer's stated level alone is not a measurement
-            level=level_of(score) if score is not None else "",
-            answer=summary.answer,
-            distortions=[f for f in findings if f.severity != "none"],
-            tools=scores,
-            usage=usage,
-        )
-        self.ask.trace_final(
+        result = pair.result()
+        result.score = score
+        # no score, no level: the summarizer's stated level alone is not a measurement
+        result.level = level_of(score) if score is not None else ""
+        result.answer = summary.answer
+        result.distortions = [f for f in findings if f.severity != "none"]
+        result.tools = scores
+        result.usage = usage
+        _trace_final(
             pair,
             result,
             {
-                "p": p,
+                "p": list(p) if p is not None else None,
                 "tool_mean": (sum(norms) / len(norms)) if norms else None,
                 "reasoning": summary.reasoning,
                 "levels": list(LEVELS),
@@ -157,49 +182,55 @@ class Agent:
         )
         return result
 
-    async def answer(self, pair: Pair, options: dict[str, str]) -> tuple[str, Result]:
+    async def answer(self, pair: Pair, options: dict[str, str]) -> Result:
         """A multiple-choice question about one image (the agent's query is the question):
-        the same evidence as ``assess``, then the interpretation summarizer picks a letter."""
+        the same evidence as ``assess``, then the interpretation summarizer picks a letter,
+        returned as the result's ``choice``."""
         usage = Usage()
-        plan = await self.plan(self.opt.query, pair.reference is not None, usage, pair)
+        has_ref = pair.reference is not None
+        plan = await self.plan(has_ref, usage, pair.trace)
         evidence = await self._evidence(pair)
+        findings, scores = await self._measure(plan, pair, evidence, usage)
+        inputs = InterpretInput(
+            query=self.opt.query,
+            has_reference=has_ref,
+            evidence=evidence,
+            plan=plan,
+            findings=findings,
+            tool_scores=scores,
+            options=options,
+            candidates=[c.name for c in self.candidates(has_ref)],
+        )
+        reply = await self.ask.interpret(inputs, usage, pair)
+        result = pair.result()
+        result.choice = reply.final_answer
+        result.answer = f"{reply.final_answer}: {reply.quality_reasoning}"[:300]
+        result.distortions = [f for f in findings if f.severity != "none"]
+        result.tools = scores
+        result.usage = usage
+        _trace_final(pair, result, {"final_answer": reply.final_answer})
+        return result
+
+    async def _measure(
+        self, plan: Plan, pair: Pair, evidence: list[ToolScore], usage: Usage
+    ) -> tuple[list[Finding], list[ToolScore]]:
+        """The executor: distortions found and analysed, then the tools run for them."""
         findings = await self._examine(plan, pair, evidence, usage)
         scores = await self._tools(plan, pair, findings, evidence, usage)
-        reply = await self.ask.interpret(
-            plan,
-            pair,
-            options,
-            findings,
-            scores,
-            evidence,
-            self.candidates(pair.reference is not None),
-            usage,
-        )
-        result = Result(
-            image=pair.job.name,
-            reference=pair.job.ref_name,
-            key=pair.key,
-            answer=f"{reply.final_answer}: {reply.quality_reasoning}"[:300],
-            distortions=[f for f in findings if f.severity != "none"],
-            tools=scores,
-            usage=usage,
-        )
-        self.ask.trace_final(pair, result, {"final_answer": reply.final_answer})
-        return reply.final_answer, result
+        return findings, scores
 
     async def _replan(
         self, plan: Plan, pair: Pair, feedback: str, usage: Usage, round_: int
     ) -> Plan:
         """Ask the planner again with the summarizer's reason; whatever it answers, the new
         plan runs at least detection, analysis and tools, so the next round has evidence."""
-        fresh = await self.ask.plan(
-            self.opt.query,
-            pair.reference is not None,
-            self.cards.names(),
-            usage,
-            image=pair.job.name,
+        inputs = PlannerInput(
+            query=self.opt.query,
+            has_reference=pair.reference is not None,
+            tool_names=self.cards.names(),
             feedback=f"round {round_}: {feedback}",
         )
+        fresh = await self.ask.plan(inputs, usage, pair.trace)
         return widened(fresh if fresh.query_type == "IQA" else plan)
 
     async def _examine(
@@ -208,11 +239,17 @@ class Agent:
         sw = plan.plan
         if plan.query_type != "IQA":
             return []
+        query, has_ref = self.opt.query, pair.reference is not None
         if sw.distortion_detection and sw.distortion_analysis:
-            reply: AnalyzeReply = await self.ask.examine(plan, pair, evidence, usage)
-            return _findings_of(reply)
+            inputs = ExamineInput(
+                query=query, has_reference=has_ref, evidence=evidence, scopes=plan.scopes
+            )
+            return _findings_of(await self.ask.examine(inputs, usage, pair))
         if sw.distortion_detection:
-            det: DetectReply = await self.ask.detect(plan, pair, evidence, usage)
+            detect = DetectInput(
+                query=query, has_reference=has_ref, evidence=evidence, scopes=plan.scopes
+            )
+            det = await self.ask.detect(detect, usage, pair)
             return [
                 Finding(
                     scope=s,
@@ -224,7 +261,10 @@ class Agent:
                 for c in cats
             ]
         if plan.distortions and sw.distortion_analysis:
-            return _findings_of(await self.ask.analyze(plan, pair, evidence, usage))
+            analyze = AnalyzeInput(
+                query=query, has_reference=has_ref, evidence=evidence, distortions=plan.distortions
+            )
+            return _findings_of(await self.ask.analyze(analyze, usage, pair))
         if plan.distortions:
             return [
                 Finding(
@@ -283,7 +323,7 @@ class Agent:
         done = {s.tool: s for s in evidence}
         todo = [c for c in cards if c.name not in done]
         ran = await asyncio.to_thread(self.runner.run_many, todo, pair.image, pair.reference)
-        self.ask.trace_tools(pair, ran)
+        trace_tool_scores(pair, ran)
         fresh = {s.tool: s for s in ran}
         for_cat = {tool: cat for cat, tool in by_category.items()}
         return [
@@ -318,6 +358,21 @@ async def _once(
         raise
     fut.set_result(value)
     return value, False
+
+
+def _trace_final(pair: Pair, result: Result, extra: dict[str, JsonValue]) -> None:
+    pair.trace.emit(
+        "final",
+        parsed={
+            "score": result.score,
+            "level": result.level,
+            "answer": result.answer,
+            "distortions": result.distortions_cell(),
+            "tools": result.tools_cell(),
+            **extra,
+        },
+        tokens=result.usage,
+    )
 
 
 def _findings_of(reply: AnalyzeReply) -> list[Finding]:

@@ -1,6 +1,6 @@
 """The ``rules`` backend: a deterministic agent behind the same VLM protocol.
 
-A model reads a request's rendered messages; this backend reads the structured context
+A model reads a request's rendered messages; this backend reads the typed role input
 they were rendered from: the query for planning, the signal detectors' readings for
 detection and severity, the tool cards for selection, and the evidence for a templated
 explanation. It has no level log-probabilities, so fusion uses a uniform ``p``.
@@ -8,11 +8,20 @@ explanation. It has no level log-probabilities, so fusion uses a uniform ``p``.
 
 from __future__ import annotations
 
-import json
 import time
 from statistics import fmean
-from typing import Any
 
+from pydantic import BaseModel
+
+from agentiqa_cli.agent.inputs import (
+    AnalyzeInput,
+    DetectInput,
+    ExamineInput,
+    InterpretInput,
+    PlannerInput,
+    SelectInput,
+    SummarizeInput,
+)
 from agentiqa_cli.agent.planner_rules import plan_query
 from agentiqa_cli.agent.replies import (
     AnalysisItem,
@@ -25,7 +34,7 @@ from agentiqa_cli.agent.replies import (
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.records import Category, Finding, ToolScore, level_of
 from agentiqa_cli.tools.cards import CardSet, ToolCard
-from agentiqa_cli.vlm.base import VLMReply, VLMRequest
+from agentiqa_cli.vlm.base import RoleInput, VLMReply, VLMRequest
 
 _SEVERITY_RANK = {"none": 0, "slight": 1, "moderate": 2, "severe": 3, "extreme": 4}
 
@@ -46,49 +55,76 @@ def rank_tools(cards: list[ToolCard], category: str, full_reference: bool) -> li
 
 
 class RulesVLM:
-    """Implements ``VLM.complete`` without a model."""
+    """Implements the ``VLM`` protocol without a model: answers from the typed role input."""
 
     name = "rules"
+    model: str | None = "rules"
+    supports_schema = True
+    supports_logprobs = False
 
     def __init__(self, cards: CardSet):
         self.cards = cards
+
+    async def check(self) -> None:
+        return None
 
     async def aclose(self) -> None:
         return None
 
     async def complete(self, request: VLMRequest) -> VLMReply:
         t0 = time.perf_counter()
-        handler = getattr(self, f"_{request.role}", None)
-        if handler is None:
-            raise ValueError(f"rules backend has no handler for role {request.role!r}")
-        parsed = handler(request.context)
-        text = parsed if isinstance(parsed, str) else json.dumps(parsed.model_dump(mode="json"))
+        reply = self.answer(request.inputs)
         return VLMReply(
-            text=text, latency=time.perf_counter() - t0, model="rules", finish_reason="stop"
+            text=reply.model_dump_json(),
+            latency=time.perf_counter() - t0,
+            model="rules",
+            finish_reason="stop",
         )
 
-    # -- roles ------------------------------------------------------------------------------
-    def _planner(self, ctx: dict[str, Any]) -> Any:
-        return plan_query(ctx["query"], ctx["has_reference"], ctx["tool_names"])
+    def answer(self, inputs: RoleInput | None) -> BaseModel:
+        """The reply for one role input (the deterministic counterpart of a model's)."""
+        match inputs:
+            case PlannerInput():
+                return plan_query(inputs.query, inputs.has_reference, inputs.tool_names)
+            case DetectInput():  # before ExamineInput: it is a subclass
+                return self._detect(inputs)
+            case ExamineInput():
+                return self._examine(inputs)
+            case AnalyzeInput():
+                return self._analyze(inputs)
+            case SelectInput():
+                return self._select(inputs)
+            case SummarizeInput():
+                return self._summarize(inputs)
+            case InterpretInput():
+                return self._interpret(inputs)
+        role = type(inputs).__name__ if inputs is not None else "a request without role input"
+        raise ValueError(f"rules backend cannot answer {role}")
 
-    def _findings(self, ctx: dict[str, Any]) -> list[Finding]:
+    # -- roles ------------------------------------------------------------------------------
+    def _findings(self, evidence: list[ToolScore]) -> list[Finding]:
         from agentiqa_cli.tools.severity import findings
 
-        readings = {s.tool: s.raw for s in ctx["evidence_scores"] if s.raw is not None}
+        readings = {s.tool: s.raw for s in evidence if s.raw is not None}
         return findings(readings, self.cards)
 
-    def _examine(self, ctx: dict[str, Any]) -> AnalyzeReply:
+    def _visible(self, evidence: list[ToolScore]) -> list[Finding]:
         # "slight" readings are within what clean photos show (the paper: report a
         # distortion only when it is visible); asked about explicitly, they are reported
-        found = [f for f in self._findings(ctx) if f.severity not in ("none", "slight")]
-        return _analysis(found, ctx["scopes"])
+        return [f for f in self._findings(evidence) if f.severity not in ("none", "slight")]
 
-    def _analyze(self, ctx: dict[str, Any]) -> AnalyzeReply:
+    def _examine(self, inputs: ExamineInput) -> AnalyzeReply:
+        return _analysis(self._visible(inputs.evidence), inputs.scopes)
+
+    def _detect(self, inputs: DetectInput) -> DetectReply:
+        cats = list(dict.fromkeys(f.category for f in self._visible(inputs.evidence)))
+        return DetectReply(distortion_set={scope: cats for scope in inputs.scopes})
+
+    def _analyze(self, inputs: AnalyzeInput) -> AnalyzeReply:
         # explicit distortions: report each asked-for category, "none" when not measured
-        found = {f.category: f for f in self._findings(ctx)}
-        wanted: dict[str, list[Category]] = ctx["distortions"]
+        found = {f.category: f for f in self._findings(inputs.evidence)}
         out: dict[str, list[AnalysisItem]] = {}
-        for scope, cats in wanted.items():
+        for scope, cats in inputs.distortions.items():
             items = []
             for cat in cats:
                 f = found.get(cat)
@@ -109,36 +145,29 @@ class RulesVLM:
             out[scope] = items
         return AnalyzeReply(distortion_analysis=out)
 
-    def _detect(self, ctx: dict[str, Any]) -> DetectReply:
-        found = [f for f in self._findings(ctx) if f.severity not in ("none", "slight")]
-        cats = list(dict.fromkeys(f.category for f in found))
-        return DetectReply(distortion_set={scope: cats for scope in ctx["scopes"]})
-
-    def _select(self, ctx: dict[str, Any]) -> SelectReply:
-        full_ref = ctx["reference_mode"] == "Full-Reference"
-        candidates = [self.cards.get(n) for n in ctx["candidates"]]
+    def _select(self, inputs: SelectInput) -> SelectReply:
         chosen: dict[str, dict[Category, str]] = {}
-        for scope, cats in ctx["distortions"].items():
+        for scope, cats in inputs.distortions.items():
             chosen[scope] = {}
             for cat in cats:
-                ranked = rank_tools(candidates, cat, full_ref)
+                ranked = rank_tools(inputs.candidates, cat, inputs.full_reference)
                 if ranked:
                     chosen[scope][cat] = ranked[0].name
         return SelectReply(selected_tools=chosen)
 
-    def _interpret(self, ctx: dict[str, Any]) -> InterpretReply:
-        picked = answer_options(ctx)
+    def _interpret(self, inputs: InterpretInput) -> InterpretReply:
+        picked = answer_options(inputs)
         if picked is None:
             # no guessing: an unsupported question is an unanswered question
             raise VLMError("the rules backend has no evidence that decides this question")
         letter, why = picked
-        return InterpretReply(final_answer=letter, quality_reasoning=why[:500])  # type: ignore[arg-type]
+        return InterpretReply.model_validate(
+            {"final_answer": letter, "quality_reasoning": why[:500]}
+        )
 
-    def _summarize(self, ctx: dict[str, Any]) -> ScoreReply:
-        scores: list[ToolScore] = [s for s in ctx["tool_scores"] if s.ok]
-        findings: list[Finding] = ctx["findings"]
-        iqa = ctx["plan"].query_type == "IQA"
-        if not iqa:
+    def _summarize(self, inputs: SummarizeInput) -> ScoreReply:
+        scores = [s for s in inputs.tool_scores if s.ok]
+        if inputs.plan.query_type != "IQA":
             return ScoreReply(
                 level="fair",
                 answer="The rules backend measures technical quality only; it cannot judge this.",
@@ -153,7 +182,7 @@ class RulesVLM:
         qbar = fmean(s.norm for s in scores if s.norm is not None)
         level = level_of(qbar)
         visible = sorted(
-            (f for f in findings if f.severity != "none"),
+            (f for f in inputs.findings if f.severity != "none"),
             key=lambda f: -_SEVERITY_RANK[f.severity],
         )
         if visible:
@@ -184,16 +213,16 @@ _CATEGORY_WORDS: dict[str, tuple[str, ...]] = {
 _CLEAN_WORDS = ("no visible distortion", "pristine", "none", "no distortion", "clean")
 
 
-def answer_options(ctx: dict[str, Any]) -> tuple[str, str] | None:
+def answer_options(inputs: InterpretInput) -> tuple[str, str] | None:
     """Pick the option the measured evidence supports, or None when nothing does.
 
     Each option scores the severity of every detected category it names; "no distortion"
     options score when nothing was detected; tool names score when they are the tool this
     backend would run for the detected distortion. Ties or no support give no answer.
     """
-    findings: list[Finding] = [f for f in ctx["findings"] if f.severity != "none"]
-    options: dict[str, str] = ctx["options"]
-    tools = {s.tool for s in ctx["tool_scores"] if s.ok}
+    findings = [f for f in inputs.findings if f.severity != "none"]
+    options = inputs.options
+    tools = {s.tool for s in inputs.tool_scores if s.ok}
     points: dict[str, float] = {}
     for letter, text in options.items():
         t = text.lower()

@@ -18,19 +18,16 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentiqa_cli.bench.datasets import MosDataset, MosItem
-from agentiqa_cli.bench.methods import Item, OnItem, decode_in_reference_order
 from agentiqa_cli.bench.metrics import pearson, spearman
 from agentiqa_cli.tools.cards import ToolCard
 from agentiqa_cli.tools.logistic import fit_logistic, logistic5
-from agentiqa_cli.tools.runner import ToolRunner
 
 FEW_POINTS = 30  # below this the five parameters are poorly determined
 WEAK_SRCC = 0.2
@@ -122,46 +119,6 @@ def fit_tool(
     if fit.n < FEW_POINTS:
         fit.warnings.append(f"only {fit.n} points: the five parameters are poorly determined")
     return fit
-
-
-def collect_raw(
-    items: Sequence[Item],
-    runner: ToolRunner,
-    cards: Sequence[ToolCard],
-    on_item: OnItem | None = None,
-) -> dict[str, list[float | None]]:
-    """Raw scores of every tool on every item; each image decoded once for all tools."""
-    out: dict[str, list[float | None]] = {c.name: [None] * len(items) for c in cards}
-    need_ref = any(c.mode == "FR" for c in cards)
-    for i, (img, ref, error) in decode_in_reference_order(items, need_ref):
-        if error is None and img is not None:
-            for card in cards:
-                score = runner.run(card, img, ref if card.mode == "FR" else None)
-                if score.error is None:
-                    out[card.name][i] = score.raw
-        if on_item is not None:
-            on_item()
-    return out
-
-
-def calibrate(
-    dataset: MosDataset | Sequence[MosItem],
-    runner: ToolRunner,
-    cards: Iterable[ToolCard],
-    *,
-    mos_range: tuple[float, float] | None = None,
-    on_item: OnItem | None = None,
-) -> list[CalibrationFit]:
-    """Run each tool over the dataset and fit its logistic; one record per tool."""
-    card_list = list(cards)
-    if isinstance(dataset, MosDataset):
-        items = dataset.items
-        mos_range = mos_range or dataset.mos_range
-    else:
-        items = list(dataset)
-    raw = collect_raw([i.item() for i in items], runner, card_list, on_item)
-    mos = [i.mos for i in items]
-    return [fit_tool(c, raw[c.name], mos, mos_range) for c in card_list]
 
 
 def _source_text(fit: CalibrationFit, source: str) -> str:

@@ -20,15 +20,16 @@ import difflib
 import json
 import re
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentiqa_cli.bench.mcq_examples import make_example_mcq
-from agentiqa_cli.bench.methods import Item, OnItem
-from agentiqa_cli.errors import AgentIQAError, ConfigError
+from agentiqa_cli.bench.methods import Item
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.records import Result
 
 __all__ = [
     "TRACKS",
@@ -214,9 +215,6 @@ def format_question(q: MCQuestion) -> str:
     return f"{q.question}\n\n{opts}\n\nAnswer with the letter of the correct option."
 
 
-AnswerFn = Callable[[MCQuestion], tuple[str | None, Any]]
-
-
 class MCQAnswer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -224,10 +222,10 @@ class MCQAnswer(BaseModel):
     track: str
     answer: str
     predicted: str | None = None
-    reply: str | None = None  # what answer_fn returned, before normalizing
+    reply: str | None = None  # the agent's choice, before normalizing
     correct: bool = False
     error: str | None = None
-    info: Any = None  # answer_fn's trace information, kept as given
+    info: dict[str, str | int] | None = None  # what the answer rests on
 
 
 class TrackScore(BaseModel):
@@ -247,29 +245,30 @@ class MCQReport(BaseModel):
     overall_micro: float | None = None  # correct / all questions
     n: int = 0
     correct: int = 0
-    failed: int = 0  # questions whose answer_fn raised an AgentIQAError
+    failed: int = 0  # questions left unanswered (an error row)
     answers: list[MCQAnswer] = Field(default_factory=list)
 
 
-def score_mcq(
-    questions: Sequence[MCQuestion], answer_fn: AnswerFn, on_item: OnItem | None = None
-) -> MCQReport:
-    """Ask every question; an AgentIQAError from ``answer_fn`` is recorded as a wrong answer
-    with its message, other exceptions propagate (they are bugs)."""
+def score_mcq(questions: Sequence[MCQuestion], results: Mapping[str, Result]) -> MCQReport:
+    """Each question's row (by id) against its answer. An error row is an unanswered
+    question, counted wrong with its reason; a choice outside the options is wrong too."""
     answers = []
     for q in questions:
-        try:
-            reply, info = answer_fn(q)
-            letter = normalize_letter(reply, q.options)
-            error = None if letter or reply is None else f"reply {reply!r} names no option"
-            answers.append(
-                MCQAnswer(id=q.id, track=q.track, answer=q.answer, predicted=letter,
-                          reply=reply, correct=letter == q.answer, error=error, info=info)
-            )  # fmt: skip
-        except AgentIQAError as e:
-            answers.append(MCQAnswer(id=q.id, track=q.track, answer=q.answer, error=str(e)))
-        if on_item is not None:
-            on_item()
+        r = results[q.id]
+        if r.status == "error":
+            answers.append(MCQAnswer(id=q.id, track=q.track, answer=q.answer, error=r.error))
+            continue
+        letter = normalize_letter(r.choice, q.options)
+        error = None if letter else f"reply {r.choice!r} names no option"
+        info: dict[str, str | int] = {
+            "answer": r.answer,
+            "distortions": r.distortions_cell(),
+            "vlm_calls": r.usage.calls,
+        }
+        answers.append(
+            MCQAnswer(id=q.id, track=q.track, answer=q.answer, predicted=letter,
+                      reply=r.choice, correct=letter == q.answer, error=error, info=info)
+        )  # fmt: skip
     tracks = []
     for t in TRACKS:
         mine = [a for a in answers if a.track == t]

@@ -10,7 +10,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.bench.datasets import MosDataset
-from agentiqa_cli.bench.methods import Predict
 from agentiqa_cli.bench.metrics import Correlation, FitKind, grouped
 
 
@@ -84,24 +83,6 @@ def report_from_predictions(
         mos=mos,
         predictions={k: list(v) for k, v in predictions.items()},
     )
-
-
-def evaluate_mos(
-    dataset: MosDataset,
-    methods: Mapping[str, Predict],
-    *,
-    bootstrap: int = 1000,
-    seed: int = 0,
-) -> MosReport:
-    """Run every method on every image of ``dataset`` (methods run one after another)."""
-    items = [i.item() for i in dataset.items]
-    predictions = {}
-    for name, predict in methods.items():
-        pred = list(predict(items))
-        if len(pred) != len(items):
-            raise ValueError(f"method {name} returned {len(pred)} scores for {len(items)} images")
-        predictions[name] = [None if v is None else float(v) for v in pred]
-    return report_from_predictions(dataset, predictions, bootstrap=bootstrap, seed=seed)
 
 
 def _cell(v: float | None) -> str:

@@ -1,28 +1,31 @@
-"""`agentiqa eval-bench mos|mcq|synth` and `agentiqa calibrate`."""
+"""`agentiqa eval-bench mos|mcq|synth` and `agentiqa calibrate`: the run happens in
+``bench/runs.py`` through the same Runtime as `score`/`assess`; here only flags and tables."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.table import Table
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app, bench_app
-from agentiqa_cli.cli.options import (
-    CardsDir,
-    ConfigOpt,
-    Device,
-    FallbackOpt,
-    ModelOpt,
-    PromptsDir,
-    Quiet,
-    VlmOpt,
-    make_settings,
-)
-from agentiqa_cli.errors import ConfigError, VLMError
+from agentiqa_cli.cli.options import Common, shared, tool_list
+from agentiqa_cli.cli.run import note_backend, say_notes
+from agentiqa_cli.config import Settings
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.runtime import Runtime
+
+if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a command runs
+    from agentiqa_cli.bench.calibrate import CalibrationFit
+    from agentiqa_cli.bench.mcq import MCQReport
+    from agentiqa_cli.bench.mos import MosReport
+    from agentiqa_cli.bench.runs import Bench
+    from agentiqa_cli.bench.synth_eval import SynthReport
 
 ToolsOpt = Annotated[
     str | None,
@@ -45,44 +48,36 @@ Sample = Annotated[
 Seed = Annotated[int, typer.Option("--seed", help="Seed for --sample and synthetic distortions.")]
 OutDir = Annotated[Path, typer.Option("--out-dir", "-o", help="Where the report files go.")]
 
-
-def _tool_list(tools: str | None) -> list[str]:
-    return [t.strip() for t in (tools or "").split(",") if t.strip()]
+T = TypeVar("T")
 
 
-def _session(config: Path | None, **flags: Any) -> Any:
-    from agentiqa_cli.session import Session
+def _bench(
+    settings: Settings,
+    trace: Path | None,
+    total: int,
+    label: str,
+    quiet: bool,
+    main: Callable[[Bench], Awaitable[T]],
+) -> T:
+    """Run ``main`` on a Runtime with a progress bar ticking once per result row."""
+    from agentiqa_cli.bench.runs import Bench
 
-    session = Session(make_settings(config, **flags))
-    return session
+    reporter = ui.Reporter(total, label, quiet)
 
+    async def go() -> T:
+        async with Runtime(settings) as rt:
+            tracer = TraceWriter(trace)
+            try:
+                with reporter.running():
+                    value = await main(
+                        Bench(rt, tracer, lambda r: reporter.advance(r.image, r.status))
+                    )
+                say_notes(rt)
+                return value
+            finally:
+                tracer.close()
 
-def _methods(
-    session: Any,
-    tool_names: list[str],
-    assess: bool,
-    trace: Any,
-    store: dict[str, Any],
-    reporter: ui.Reporter,
-    has_refs: bool,
-) -> dict[str, Any]:
-    from agentiqa_cli.bench.agent_method import agent_method
-    from agentiqa_cli.bench.methods import tool_method
-
-    methods: dict[str, Any] = {}
-    if assess:
-        methods["assess"] = agent_method(
-            session, trace, store, on_item=lambda: reporter.advance("", "ok")
-        )
-    for card in session.cards.resolve(tool_names):
-        if card.mode == "FR" and not has_refs:
-            raise ConfigError(f"{card.name} is full-reference but the dataset has no references")
-        methods[card.name] = tool_method(
-            session.runner, card, on_item=lambda: reporter.advance("", "ok")
-        )
-    if not methods:
-        raise ConfigError("nothing to evaluate: give --tools and/or keep --assess")
-    return methods
+    return asyncio.run(go())
 
 
 def _fmt(v: float | None) -> str:
@@ -90,10 +85,12 @@ def _fmt(v: float | None) -> str:
 
 
 @bench_app.command("mos")
+@shared("vlm", "setup", "run")
 def mos(
     dataset: Annotated[
         Path, typer.Argument(help="A dataset file or folder with human opinion scores.")
     ],
+    opts: Common,
     layout: Layout = None,
     tools: ToolsOpt = None,
     assess: AssessOpt = True,
@@ -104,44 +101,28 @@ def mos(
         int, typer.Option("--bootstrap", help="Bootstrap resamples for SRCC intervals.")
     ] = 0,
     out_dir: OutDir = Path("eval-mos"),
-    vlm: VlmOpt = None,
-    model: ModelOpt = None,
-    vlm_fallback: FallbackOpt = None,
-    device: Device = None,
-    config: ConfigOpt = None,
-    prompts: PromptsDir = None,
-    tool_cards: CardsDir = None,
-    quiet: Quiet = False,
 ) -> None:
     """SRCC, KRCC, PLCC and RMSE against MOS, overall and per distortion type; scatter plot."""
     from agentiqa_cli.bench.datasets import load_dataset
-    from agentiqa_cli.bench.mos import evaluate_mos, write_mos_csv, write_predictions_csv
+    from agentiqa_cli.bench.mos import write_mos_csv, write_predictions_csv
     from agentiqa_cli.bench.plot import plot_scatter
-    from agentiqa_cli.io.trace import TraceWriter
+    from agentiqa_cli.bench.runs import run_mos
 
-    session = _session(
-        config,
-        vlm=vlm,
-        model=model,
-        vlm_fallback=vlm_fallback,
-        device=device,
-        prompts_dir=prompts,
-        cards_dir=tool_cards,
-    )
+    settings = opts.settings()
     data = load_dataset(dataset, layout, limit=limit, sample=sample, seed=seed)
     for n in data.notes:
-        ui.note(n, quiet)
+        ui.note(n, opts.quiet)
+    names = tool_list(tools) or []
     out_dir.mkdir(parents=True, exist_ok=True)
-    trace = TraceWriter(out_dir / "trace.jsonl")
-    names = _tool_list(tools)
-    has_refs = any(i.reference for i in data.items)
+
+    async def main(b: Bench) -> MosReport:
+        note_backend(b.rt, opts.quiet)
+        cards = b.rt.cards.resolve(names)
+        return await run_mos(b, data, cards, assess, bootstrap=bootstrap, seed=seed)
+
     total = len(data.items) * (len(names) + int(assess))
-    reporter = ui.Reporter(total, f"eval-bench mos ({data.name})", quiet)
-    store: dict[str, Any] = {}
-    with reporter.running():
-        methods = _methods(session, names, assess, trace, store, reporter, has_refs)
-        report = evaluate_mos(data, methods, bootstrap=bootstrap, seed=seed)
-    trace.close()
+    report = _bench(settings, out_dir / "trace.jsonl", total, f"eval-bench mos ({data.name})",
+                    opts.quiet, main)  # fmt: skip
     write_mos_csv(report, out_dir / "summary.csv")
     write_predictions_csv(report, out_dir / "predictions.csv")
     png = plot_scatter(report, out_dir / "scatter.png")
@@ -149,16 +130,8 @@ def mos(
     for col in ("method", "group", "n", "failed", "SRCC", "KRCC", "PLCC", "RMSE"):
         t.add_column(col, justify="left" if col in ("method", "group") else "right")
     for r in report.rows:
-        t.add_row(
-            r.method,
-            r.group,
-            str(r.n),
-            str(r.failed),
-            _fmt(r.srcc),
-            _fmt(r.krcc),
-            _fmt(r.plcc),
-            _fmt(r.rmse),
-        )
+        t.add_row(r.method, r.group, str(r.n), str(r.failed), _fmt(r.srcc), _fmt(r.krcc),
+                  _fmt(r.plcc), _fmt(r.rmse))  # fmt: skip
     ui.out.print(t)
     ui.out.print(
         f"→ {out_dir / 'summary.csv'}, {out_dir / 'predictions.csv'}, {png}", highlight=False
@@ -166,7 +139,9 @@ def mos(
 
 
 @bench_app.command("mcq")
+@shared("vlm", "setup", "run")
 def mcq(
+    opts: Common,
     questions: Annotated[
         Path | None, typer.Argument(help="Questions JSONL (AgenticIQA-Eval style).")
     ] = None,
@@ -177,19 +152,10 @@ def mcq(
         ),
     ] = None,
     out_dir: OutDir = Path("eval-mcq"),
-    vlm: VlmOpt = None,
-    model: ModelOpt = None,
-    vlm_fallback: FallbackOpt = None,
-    device: Device = None,
-    config: ConfigOpt = None,
-    prompts: PromptsDir = None,
-    tool_cards: CardsDir = None,
-    quiet: Quiet = False,
 ) -> None:
     """Multiple-choice accuracy per track (planner, executor-distortion, executor-tool, summarizer)."""
-    from agentiqa_cli.bench.agent_method import answer_questions
-    from agentiqa_cli.bench.mcq import load_mcq, make_example_mcq, score_mcq, write_mcq_csv
-    from agentiqa_cli.io.trace import TraceWriter
+    from agentiqa_cli.bench.mcq import load_mcq, make_example_mcq, write_mcq_csv
+    from agentiqa_cli.bench.runs import run_mcq
 
     if example is not None:
         path = make_example_mcq(example)
@@ -197,35 +163,18 @@ def mcq(
         return
     if questions is None:
         raise ConfigError("give a questions JSONL file (or --write-example DIR)")
-    session = _session(
-        config,
-        vlm=vlm,
-        model=model,
-        vlm_fallback=vlm_fallback,
-        device=device,
-        prompts_dir=prompts,
-        cards_dir=tool_cards,
-    )
+    settings = opts.settings()
     qs = load_mcq(questions)
     out_dir.mkdir(parents=True, exist_ok=True)
-    trace = TraceWriter(out_dir / "trace.jsonl")
-    reporter = ui.Reporter(len(qs), "eval-bench mcq", quiet)
-    with reporter.running():
-        answers = asyncio.run(
-            answer_questions(session, trace, qs, on_item=lambda: reporter.advance("", "ok"))
-        )
-    trace.close()
 
-    def answer(q: Any) -> tuple[str | None, dict[str, Any]]:
-        letter, info = answers[q.id]
-        if letter is None:  # unanswered: recorded with its reason, counted wrong
-            raise VLMError(str(info.get("error", "no answer")))
-        return letter, info
+    async def main(b: Bench) -> MCQReport:
+        note_backend(b.rt, opts.quiet)
+        return await run_mcq(b, qs)
 
-    report = score_mcq(qs, answer)
+    report = _bench(settings, out_dir / "trace.jsonl", len(qs), "eval-bench mcq", opts.quiet, main)
     write_mcq_csv(report, out_dir / "answers.csv")
     t = Table(
-        title=f"{questions.name}: {report.n} questions, backend {session.settings.vlm}",
+        title=f"{questions.name}: {report.n} questions, backend {settings.vlm}",
         title_justify="left",
     )
     for col in ("track", "n", "correct", "accuracy"):
@@ -238,8 +187,10 @@ def mcq(
 
 
 @bench_app.command("synth")
+@shared("vlm", "setup", "run")
 def synth(
     clean_dir: Annotated[Path, typer.Argument(help="A folder of clean images.")],
+    opts: Common,
     tools: ToolsOpt = None,
     assess: AssessOpt = True,
     kinds: Annotated[
@@ -251,91 +202,45 @@ def synth(
     ] = 384,
     seed: Seed = 0,
     out_dir: OutDir = Path("eval-synth"),
-    device: Device = None,
-    vlm: VlmOpt = None,
-    model: ModelOpt = None,
-    config: ConfigOpt = None,
-    tool_cards: CardsDir = None,
-    quiet: Quiet = False,
 ) -> None:
     """Distort clean images (5 levels per kind, fixed seed) and check each method's score falls."""
     from agentiqa_cli.bench.synth_eval import write_synth_csv
 
-    session = _session(config, vlm=vlm, model=model, device=device, cards_dir=tool_cards)
-    rows, report = run_synth(
-        session,
-        clean_dir,
-        out_dir,
-        _tool_list(tools),
-        assess,
-        _tool_list(kinds) or None,
-        levels,
-        size,
-        seed,
-        quiet,
-    )
+    settings = opts.settings()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = synth_report(settings, clean_dir, out_dir, tool_list(tools), assess,
+                          tool_list(kinds), levels, size, seed, opts.quiet)  # fmt: skip
     write_synth_csv(report, out_dir / "synth.csv")
     ui.out.print(synth_table(report))
-    ui.out.print(f"{len(rows)} images → {out_dir / 'synth.csv'}", highlight=False)
+    n = report.methods[0].n if report.methods else 0
+    ui.out.print(f"{n} images → {out_dir / 'synth.csv'}", highlight=False)
 
 
-def run_synth(
-    session: Any,
+def synth_report(
+    settings: Settings,
     clean_dir: Path,
     out_dir: Path,
-    tool_names: list[str],
+    tools: list[str] | None,
     assess: bool,
     kinds: list[str] | None,
     levels: int,
     size: int,
     seed: int,
     quiet: bool,
-) -> tuple[Any, Any]:
-    from agentiqa_cli.bench.agent_method import agent_method
-    from agentiqa_cli.bench.methods import tool_method
-    from agentiqa_cli.bench.synth import generate_from_dir
-    from agentiqa_cli.bench.synth_eval import evaluate_synth, load_manifest, synth_items
-    from agentiqa_cli.io.trace import TraceWriter
+) -> SynthReport:
+    """`eval-bench synth`'s run (also used by the benchmark script)."""
+    from agentiqa_cli.bench.runs import run_synth
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = generate_from_dir(
-        clean_dir, out_dir / "images", kinds=kinds, levels=levels, size=size, seed=seed
-    )
-    rows = load_manifest(manifest)
-    items = synth_items(rows, with_reference=False)
-    from agentiqa_cli.tools.defaults import DEFAULT_NR_TOOLS
+    async def main(b: Bench) -> SynthReport:
+        note_backend(b.rt, quiet)
+        cards = b.rt.cards.resolve(tools) if tools else b.rt.score_cards(has_reference=False)
+        return await run_synth(b, clean_dir, out_dir, cards, assess, kinds=kinds, levels=levels,
+                               size=size, seed=seed)  # fmt: skip
 
-    names = tool_names or list(DEFAULT_NR_TOOLS)
-    trace = TraceWriter(out_dir / "trace.jsonl")
-    reporter = ui.Reporter(len(items) * (len(names) + int(assess)), "eval-bench synth", quiet)
-    store: dict[str, Any] = {}
-    preds: dict[str, list[float | None]] = {}
-    findings: dict[str, Any] = {}
-    with reporter.running():
-        tick = lambda: reporter.advance("", "ok")  # noqa: E731
-        if assess:
-            preds["assess"] = agent_method(session, trace, store, on_item=tick)(items)
-            findings["assess"] = [
-                r.distortions if r.status == "ok" else None for r in store["assess"]
-            ]
-        for card in session.cards.resolve(names):
-            if card.mode == "FR":
-                raise ConfigError(
-                    f"{card.name} is full-reference; synth compares no-reference methods"
-                )
-            preds[card.name] = tool_method(session.runner, card, on_item=tick)(items)
-    # `agentiqa score`'s default: the plain mean of the default no-reference set
-    if all(n in preds for n in DEFAULT_NR_TOOLS):
-        cols = [preds[n] for n in DEFAULT_NR_TOOLS]
-        preds["score (default set)"] = [
-            None if any(v is None for v in row) else sum(row) / len(row)
-            for row in zip(*cols, strict=True)
-        ]
-    trace.close()
-    return rows, evaluate_synth(rows, preds, findings)
+    return _bench(settings, out_dir / "trace.jsonl", 0, "eval-bench synth", quiet, main)
 
 
-def synth_table(report: Any) -> Table:
+def synth_table(report: SynthReport) -> Table:
     kinds = sorted({k.kind for m in report.methods for k in m.kinds})
     t = Table(
         title="score falls with distortion level: -SRCC(score, level) per kind",
@@ -360,10 +265,12 @@ def synth_table(report: Any) -> Table:
 
 
 @app.command()
+@shared("setup", "run")
 def calibrate(
     dataset: Annotated[
         Path, typer.Argument(help="A labelled dataset (any eval-bench mos layout).")
     ],
+    opts: Common,
     tools: Annotated[str, typer.Option("--tools", "-t", help="Tools to fit (comma-separated).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The overlay YAML to write.")] = Path(
         "calibration.yaml"
@@ -383,15 +290,11 @@ def calibrate(
     limit: Limit = None,
     sample: Sample = None,
     seed: Seed = 0,
-    device: Device = None,
-    config: ConfigOpt = None,
-    tool_cards: CardsDir = None,
-    quiet: Quiet = False,
 ) -> None:
     """Fit each tool's five-parameter logistic to MOS and write an overlay for --calibration."""
-    from agentiqa_cli.bench.calibrate import calibrate as fit_all
     from agentiqa_cli.bench.calibrate import write_overlay
     from agentiqa_cli.bench.datasets import load_dataset
+    from agentiqa_cli.bench.runs import run_calibrate
 
     rng: tuple[float, float] | None = None
     if mos_range:
@@ -400,14 +303,14 @@ def calibrate(
             rng = (lo, hi)
         except ValueError:
             raise ConfigError(f"--mos-range must be LO,HI, got {mos_range!r}") from None
-    session = _session(config, device=device, cards_dir=tool_cards)
-    cards = session.cards.resolve(_tool_list(tools))
+    settings = opts.settings()
     data = load_dataset(dataset, layout, limit=limit, sample=sample, seed=seed)
-    reporter = ui.Reporter(len(data.items), "calibrate", quiet)
-    with reporter.running():
-        fits = fit_all(
-            data, session.runner, cards, mos_range=rng, on_item=lambda: reporter.advance("", "ok")
-        )
+
+    async def main(b: Bench) -> list[CalibrationFit]:
+        cards = b.rt.cards.resolve(tool_list(tools) or [])
+        return await run_calibrate(b, data, cards, rng)
+
+    fits = _bench(settings, None, len(data.items), "calibrate", opts.quiet, main)
     written = write_overlay(
         fits, out, f"{data.name} ({data.layout}, {len(data.items)} images)", include_suspect
     )

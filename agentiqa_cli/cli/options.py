@@ -1,9 +1,18 @@
-"""Options shared by the commands, and how flags become Settings."""
+"""Options shared by the commands: declared once, grouped, and turned into Settings once.
+
+A command asks for the groups it takes with ``@shared("setup", "vlm", ...)`` and receives
+them as one ``Common`` (its ``opts`` parameter); ``opts.settings(**own_flags)`` merges them
+over environment, config file and defaults.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -14,7 +23,7 @@ EXIT_CODES_HELP = (
     "2 usage or configuration error; 3 some inputs could not be processed (rows say why)."
 )
 
-# -- shared options ------------------------------------------------------------------------
+# -- options that commands declare themselves (their help differs per command) -------------
 Paths = Annotated[
     list[str], typer.Argument(help="Image files, folders or glob patterns.", show_default=False)
 ]
@@ -24,42 +33,13 @@ Ref = Annotated[
         "--ref", "-r", help="Reference image, or a folder matched by relative path / file name."
     ),
 ]
-Out = Annotated[
-    Path,
-    typer.Option("--out", "-o", help="Results CSV (one row per image, flushed as they finish)."),
-]
-TraceOpt = Annotated[
-    Path | None, typer.Option("--trace", help="JSONL trace of every step. Default: next to --out.")
-]
-Resume = Annotated[
-    bool,
-    typer.Option("--resume", help="Skip images whose key is already in --out; append the rest."),
-]
-Recursive = Annotated[bool, typer.Option("--recursive", "-R", help="Descend into sub-folders.")]
-Device = Annotated[
-    str | None, typer.Option("--device", help="auto | cpu | cuda[:N] for the tools.")
-]
-Concurrency = Annotated[
-    int | None, typer.Option("--concurrency", "-j", min=1, help="Images in flight at once.")
-]
-ConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--config", help="YAML config file (default: ./agentiqa.yaml if present)."),
-]
-FailUnder = Annotated[
-    float | None, typer.Option("--fail-under", help="Gate: exit 1 if any image scores below this.")
-]
-FailMeanUnder = Annotated[
-    float | None,
-    typer.Option("--fail-mean-under", help="Gate: exit 1 if the mean score is below this."),
-]
 JsonOut = Annotated[
     bool, typer.Option("--json", help="Machine-readable JSON on stdout instead of the table.")
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or notes on stderr.")]
-Calibration = Annotated[
+ConfigOpt = Annotated[
     Path | None,
-    typer.Option("--calibration", help="Calibration overlay YAML written by `agentiqa calibrate`."),
+    typer.Option("--config", help="YAML config file (default: ./agentiqa.yaml if present)."),
 ]
 CardsDir = Annotated[
     Path | None,
@@ -67,34 +47,207 @@ CardsDir = Annotated[
         "--tool-cards", help="Folder of tool card YAML files (default: the shipped cards)."
     ),
 ]
-MaxPixels = Annotated[
-    int | None,
-    typer.Option("--max-pixels", help="Refuse images with more pixels (decompression bombs)."),
+Device = Annotated[
+    str | None, typer.Option("--device", help="auto | cpu | cuda[:N] for the tools.")
 ]
 
 
-VlmOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--vlm",
-        help="rules (default, no model) | http://HOST:PORT/v1 (OpenAI-compatible, e.g. vLLM) | vllm:MODEL_PATH (in-process). Env: AGENTIQA_VLM_URL.",
+def tool_list(text: str | None) -> list[str] | None:
+    """``a, b,c`` → ``["a", "b", "c"]``; None when nothing was given."""
+    names = [t.strip() for t in (text or "").split(",") if t.strip()]
+    return names or None
+
+
+# -- the shared groups ----------------------------------------------------------------------
+@dataclass
+class Common:
+    """The shared flags as given (None: not given, so lower layers decide)."""
+
+    config: Path | None = None
+    tool_cards: Path | None = None
+    calibration: Path | None = None
+    device: str | None = None
+    concurrency: int | None = None
+    max_pixels: int | None = None
+    quiet: bool = False
+    vlm: str | None = None
+    model: str | None = None
+    vlm_fallback: str | None = None
+    prompts: Path | None = None
+    recursive: bool = False
+    out: Path = Path("results.csv")
+    trace: Path | None = None
+    resume: bool = False
+    fail_under: float | None = None
+    fail_mean_under: float | None = None
+    json_out: bool = False
+
+    def settings(self, **flags: Any) -> Settings:
+        """Shared and command flags over environment, config file and defaults."""
+        shared = {
+            "cards_dir": self.tool_cards,
+            "calibration": self.calibration,
+            "device": self.device,
+            "concurrency": self.concurrency,
+            "max_pixels": self.max_pixels,
+            "vlm": self.vlm,
+            "model": self.model,
+            "vlm_fallback": self.vlm_fallback,
+            "prompts_dir": self.prompts,
+            "recursive": self.recursive or None,
+        }
+        return load_settings({**shared, **flags}, self.config)
+
+
+_SETUP = {
+    "config": (ConfigOpt, None),
+    "tool_cards": (CardsDir, None),
+    "calibration": (
+        Annotated[
+            Path | None,
+            typer.Option(
+                "--calibration", help="Calibration overlay YAML written by `agentiqa calibrate`."
+            ),
+        ],
+        None,
     ),
-]
-ModelOpt = Annotated[
-    str | None, typer.Option("--model", "-m", help="Model name served at --vlm URL.")
-]
-FallbackOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--vlm-fallback", help="none | rules: answer a failed VLM step with the rules backend."
+    "device": (Device, None),
+    "quiet": (Quiet, False),
+}
+_RUN = {
+    "concurrency": (
+        Annotated[
+            int | None,
+            typer.Option("--concurrency", "-j", min=1, help="Images in flight at once."),
+        ],
+        None,
     ),
-]
-PromptsDir = Annotated[
-    Path | None,
-    typer.Option("--prompts", help="Folder of prompt YAML files (default: the shipped prompts)."),
-]
+    "max_pixels": (
+        Annotated[
+            int | None,
+            typer.Option(
+                "--max-pixels", help="Refuse images with more pixels (decompression bombs)."
+            ),
+        ],
+        None,
+    ),
+}
+_VLM = {
+    "vlm": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--vlm",
+                help="rules (default, no model) | http://HOST:PORT/v1 (OpenAI-compatible, "
+                "e.g. vLLM) | vllm:MODEL_PATH (in-process). Env: AGENTIQA_VLM_URL.",
+            ),
+        ],
+        None,
+    ),
+    "model": (
+        Annotated[
+            str | None, typer.Option("--model", "-m", help="Model name served at --vlm URL.")
+        ],
+        None,
+    ),
+    "vlm_fallback": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--vlm-fallback",
+                help="none | rules: answer a failed VLM step with the rules backend.",
+            ),
+        ],
+        None,
+    ),
+    "prompts": (
+        Annotated[
+            Path | None,
+            typer.Option(
+                "--prompts", help="Folder of prompt YAML files (default: the shipped prompts)."
+            ),
+        ],
+        None,
+    ),
+}
+_OUTPUT = {
+    "out": (
+        Annotated[
+            Path,
+            typer.Option(
+                "--out", "-o", help="Results CSV (one row per image, flushed as they finish)."
+            ),
+        ],
+        Path("results.csv"),
+    ),
+    "trace": (
+        Annotated[
+            Path | None,
+            typer.Option("--trace", help="JSONL trace of every step. Default: next to --out."),
+        ],
+        None,
+    ),
+    "resume": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--resume", help="Skip images whose key is already in --out; append the rest."
+            ),
+        ],
+        False,
+    ),
+    "recursive": (
+        Annotated[bool, typer.Option("--recursive", "-R", help="Descend into sub-folders.")],
+        False,
+    ),
+}
+_GATE = {
+    "fail_under": (
+        Annotated[
+            float | None,
+            typer.Option("--fail-under", help="Gate: exit 1 if any image scores below this."),
+        ],
+        None,
+    ),
+    "fail_mean_under": (
+        Annotated[
+            float | None,
+            typer.Option("--fail-mean-under", help="Gate: exit 1 if the mean score is below this."),
+        ],
+        None,
+    ),
+    "json_out": (JsonOut, False),
+}
+GROUPS: dict[str, dict[str, tuple[Any, Any]]] = {
+    "setup": _SETUP,  # config file, tool cards, calibration, device, quiet
+    "run": _RUN,  # images in flight, pixel limit
+    "vlm": _VLM,  # the model and its prompts
+    "output": _OUTPUT,  # results CSV, trace, resume, recursive input
+    "gate": _GATE,  # quality gate and --json
+}
+
+F = TypeVar("F", bound=Callable[..., None])
 
 
-def make_settings(config: Path | None, **flags: Any) -> Settings:
-    """Flags the user gave (None = not given) over environment, config file and defaults."""
-    return load_settings(flags, config)
+def shared(*groups: str) -> Callable[[F], F]:
+    """Add the options of ``groups`` to a command; it receives them as ``opts: Common``."""
+    declared = {name: spec for g in groups for name, spec in GROUPS[g].items()}
+
+    def decorate(fn: F) -> F:
+        sig = inspect.signature(fn, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.name != "opts"]
+        extra = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
+            for name, (ann, default) in declared.items()
+        ]
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> None:
+            opts = Common(**{name: kwargs.pop(name) for name in declared})
+            fn(opts=opts, **kwargs)
+
+        command.__signature__ = sig.replace(parameters=own + extra)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in own + extra}
+        return command  # type: ignore[return-value]
+
+    return decorate

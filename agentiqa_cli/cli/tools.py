@@ -10,7 +10,8 @@ from rich.markup import escape
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import tools_app
-from agentiqa_cli.cli.options import CardsDir, ConfigOpt, Device, JsonOut, make_settings
+from agentiqa_cli.cli.options import CardsDir, ConfigOpt, Device, JsonOut
+from agentiqa_cli.config import load_settings
 
 
 # -- tools ---------------------------------------------------------------------------------
@@ -23,10 +24,10 @@ def tools_list(
     """All tool cards: mode, direction, weights, calibration, strengths."""
     from rich.table import Table
 
-    from agentiqa_cli.session import Session
+    from agentiqa_cli.runtime import Runtime
 
-    session = Session(make_settings(config, cards_dir=tool_cards))
-    cards = list(session.cards)
+    rt = Runtime(load_settings({"cards_dir": tool_cards}, config))
+    cards = list(rt.cards)
     if json_out:
         ui.print_json([c.model_dump(mode="json") for c in cards])
         return
@@ -51,10 +52,10 @@ def tools_show(name: str, tool_cards: CardsDir = None, config: ConfigOpt = None)
     """One tool card in full."""
     import yaml
 
-    from agentiqa_cli.session import Session
+    from agentiqa_cli.runtime import Runtime
 
-    session = Session(make_settings(config, cards_dir=tool_cards))
-    card = session.cards.get(name)
+    rt = Runtime(load_settings({"cards_dir": tool_cards}, config))
+    card = rt.cards.get(name)
     sys.stdout.write(
         yaml.safe_dump(card.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
     )
@@ -73,19 +74,19 @@ def tools_check(
     """Which tools can run here now (builds each metric; weights must be present or downloadable)."""
     from rich.table import Table
 
-    from agentiqa_cli.session import Session
+    from agentiqa_cli.runtime import Runtime
 
-    session = Session(make_settings(config, cards_dir=tool_cards, device=device))
-    cards = session.cards.resolve(names) if names else list(session.cards)
+    rt = Runtime(load_settings({"cards_dir": tool_cards, "device": device}, config))
+    cards = rt.cards.resolve(names) if names else list(rt.cards)
     rows: list[dict[str, Any]] = []
     for c in cards:
-        ok, why = session.runner.availability(c)
+        ok, why = rt.runner.availability(c)
         needs = "reference" if c.mode == "FR" else ""
         rows.append({"tool": c.name, "ready": ok, "needs": needs, "detail": why})
     if json_out:
         ui.print_json(rows)
     else:
-        t = Table(title=f"tools on {session.runner.device}", title_justify="left")
+        t = Table(title=f"tools on {rt.runner.device}", title_justify="left")
         for col in ("tool", "ready", "needs", "detail"):
             t.add_column(col, overflow="fold")
         for r in rows:

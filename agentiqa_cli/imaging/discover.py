@@ -42,6 +42,7 @@ class Job:
     root: Path  # the folder it was found under (for pairing by relative path)
     reference: Path | None = None
     error: str = ""
+    tag: str = ""  # a caller's id (a question id, a manifest row): part of the resume key
 
     @property
     def name(self) -> str:

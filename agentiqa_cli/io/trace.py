@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import JsonValue
+
 from agentiqa_cli.io.results import write_all
-from agentiqa_cli.records import TraceEvent
+from agentiqa_cli.records import PromptRequest, ReplyRecord, Step, ToolRequest, TraceEvent, Usage
 
 
 class TraceWriter:
@@ -53,6 +56,10 @@ class TraceWriter:
                 self._open()
             self._write(event)
 
+    def bind(self, image: str | None, key: str | None = None) -> ImageTrace:
+        """A handle that stamps every event with one image and its resume key."""
+        return ImageTrace(self, image, key)
+
     def close(self, completed: bool = True) -> None:
         with self._lock:
             if completed and self._fd < 0 and self.path is not None:
@@ -60,3 +67,40 @@ class TraceWriter:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
+
+
+@dataclass(frozen=True)
+class ImageTrace:
+    """The trace of one image: steps emitted here carry its name and key."""
+
+    writer: TraceWriter
+    image: str | None
+    key: str | None
+
+    def emit(
+        self,
+        step: Step,
+        *,
+        request: PromptRequest | ToolRequest | dict[str, JsonValue] | None = None,
+        reply: ReplyRecord | None = None,
+        parsed: JsonValue = None,
+        latency: float | None = None,
+        tokens: Usage | None = None,
+        note: str | None = None,
+    ) -> None:
+        self.writer.emit(
+            TraceEvent(
+                step=step,
+                image=self.image,
+                key=self.key,
+                request=request,
+                reply=reply,
+                parsed=parsed,
+                latency=latency,
+                tokens=tokens,
+                note=note,
+            )
+        )
+
+
+NO_TRACE = TraceWriter(None).bind(None)

@@ -1,14 +1,13 @@
 """The one protocol every VLM backend implements.
 
-A request carries the rendered chat messages (for a model) *and* the role and structured
-context they were rendered from (for the deterministic ``rules`` backend and for the
-trace). Optional ``json_schema`` or ``choices`` constrain the reply; ``top_logprobs``
-asks for per-token log-probabilities.
+A request carries the rendered chat messages (for a model) *and* the typed role input they
+were rendered from (for the deterministic ``rules`` backend). Optional ``json_schema`` or
+``choices`` constrain the reply; ``top_logprobs`` asks for per-token log-probabilities.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,12 +32,30 @@ class Message(BaseModel):
     images: list[ImagePart] = Field(default_factory=list)
 
 
-class VLMRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RoleInput(BaseModel):
+    """What one role is asked, typed. Subclasses (``agent/inputs.py``) name their prompt in
+    ``role`` and turn themselves into the prompt's template variables and the schema's
+    run-time values; a model reads the rendered text, the rules backend reads the fields."""
 
-    role: str  # prompt name: planner, detect, analyze, select, summarize, score
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    role: ClassVar[str]
+
+    def variables(self) -> dict[str, Any]:
+        """The prompt template's variables."""
+        raise NotImplementedError
+
+    def dynamic(self) -> dict[str, Any]:
+        """The output schema's run-time values (``enum_from`` etc.)."""
+        return {}
+
+
+class VLMRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    role: str  # prompt name: planner, examine, select, summarize, ...
     messages: list[Message]
-    context: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    inputs: RoleInput | None = Field(default=None, exclude=True)
     json_schema: dict[str, Any] | None = None
     choices: list[str] | None = None
     top_logprobs: int = 0
@@ -58,12 +75,26 @@ class VLMReply(BaseModel):
     finish_reason: str | None = None
     model: str = ""
 
+    @property
+    def truncated(self) -> bool:
+        """The reply hit ``max_tokens``: its JSON is cut short."""
+        return self.finish_reason == "length"
+
 
 @runtime_checkable
 class VLM(Protocol):
-    """Messages (+ optional schema/choices) → text, log-probabilities, usage, latency."""
+    """Messages (+ optional schema/choices) → text, log-probabilities, usage, latency.
+
+    ``check`` runs once before a batch (a dead server or a wrong model fails once, not per
+    image; it may resolve ``model``); ``aclose`` once after it. ``supports_logprobs`` says
+    whether replies can carry level log-probabilities for fusion (rules: never)."""
 
     name: str
+    model: str | None
+    supports_schema: bool
+    supports_logprobs: bool
+
+    async def check(self) -> None: ...
 
     async def complete(self, request: VLMRequest) -> VLMReply: ...
 

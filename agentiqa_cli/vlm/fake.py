@@ -23,8 +23,8 @@ def reply_of(item: Any, request: VLMRequest) -> VLMReply:
         item = item(request)
     if isinstance(item, Exception):
         raise item
-    if isinstance(item, VLMReply):
-        return item
+    if isinstance(item, VLMReply):  # a scripted model's reply is one model call
+        return item.model_copy(update={"usage": item.usage.model_copy(update={"calls": 1})})
     text = item if isinstance(item, str) else json.dumps(item)
     return VLMReply(
         text=text,
@@ -42,6 +42,9 @@ class ScriptedVLM:
     """Replies per role, in order; a role's last reply repeats once its queue runs dry."""
 
     name = "scripted"
+    model: str | None = "scripted"
+    supports_schema = True
+    supports_logprobs = True
 
     def __init__(
         self,
@@ -72,6 +75,9 @@ class ScriptedVLM:
         else:
             raise VLMError(f"scripted VLM has no reply for role {request.role!r}")
         return reply_of(item, request)
+
+    async def check(self) -> None:
+        return None
 
     async def aclose(self) -> None:
         return None

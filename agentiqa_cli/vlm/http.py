@@ -61,6 +61,8 @@ class OpenAIHTTPVLM:
     """``VLM`` over HTTP: async, bounded concurrency, timeouts, retries with backoff."""
 
     name = "openai-http"
+    supports_schema = True
+    supports_logprobs = True
 
     def __init__(
         self,
@@ -110,11 +112,13 @@ class OpenAIHTTPVLM:
 
     # -- public calls ----------------------------------------------------------------------
 
-    async def check(self) -> list[str]:
-        """List served models; fail clearly if ours is not among them.
+    async def check(self) -> None:
+        """Fail clearly if our model is not served; with no model configured and exactly
+        one served, that one is used."""
+        await self.served_models()
 
-        With no model configured and exactly one served, that one is used.
-        """
+    async def served_models(self) -> list[str]:
+        """The models the server serves (checked against ours, see ``check``)."""
         data = await self._send("GET", "/models", None)
         served = [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)]
         if self.model is None:
@@ -135,7 +139,7 @@ class OpenAIHTTPVLM:
         if self.model is None:
             async with self._model_lock:
                 if self.model is None:
-                    await self.check()
+                    await self.served_models()
         async with self._sem:
             # Encoding images is CPU work: keep it off the event loop (the tool stage runs
             # there too) and inside the semaphore so at most `concurrency` bodies exist at once.

@@ -34,6 +34,8 @@ class InProcessVLM:
     """``VLM`` over ``vllm.LLM.chat`` with a small async batcher."""
 
     name = "vllm-inprocess"
+    supports_schema = True
+    supports_logprobs = True
 
     def __init__(
         self,
@@ -47,7 +49,8 @@ class InProcessVLM:
     ) -> None:
         """``engine_args`` go to ``vllm.LLM`` (e.g. ``max_model_len``, ``dtype``,
         ``structured_outputs_config``); ``llm`` injects a ready engine (tests)."""
-        self.model = model
+        self.model: str | None = model
+        self.path = model
         self.image_pixels = image_pixels
         self.max_batch = max(1, max_batch)
         self.batch_window = batch_window
@@ -62,12 +65,11 @@ class InProcessVLM:
 
     # -- public calls ----------------------------------------------------------------------
 
-    async def check(self) -> list[str]:
+    async def check(self) -> None:
         """Load the engine now (slow: seconds to minutes) so a bad model fails up front."""
         async with self._load_lock:
             if self._llm is None:
                 self._llm = await asyncio.to_thread(self._load)
-        return [self.model]
 
     async def complete(self, request: VLMRequest) -> VLMReply:
         if request.json_schema is not None and request.choices:
@@ -148,9 +150,9 @@ class InProcessVLM:
         }
         args.update(self.engine_args)
         try:
-            return vllm.LLM(model=self.model, **args)
+            return vllm.LLM(model=self.path, **args)
         except Exception as e:
-            raise VLMError(f"cannot load {self.model} with vLLM: {_one_line(e)}") from None
+            raise VLMError(f"cannot load {self.path} with vLLM: {_one_line(e)}") from None
 
     def _run(self, requests: list[VLMRequest]) -> list[VLMReply | VLMError]:
         from vllm import SamplingParams
@@ -206,7 +208,7 @@ class InProcessVLM:
                 completion_tokens=len(out.token_ids or []),
             ),
             finish_reason=out.finish_reason,
-            model=self.model,
+            model=self.path,
         )
 
 

@@ -1,0 +1,304 @@
+"""The run's pieces, built once from Settings: cards, tool runner, decoder, prompts, VLM.
+
+Every command goes through one ``Runtime``::
+
+    async with Runtime(settings) as rt:
+        agent = await rt.agent()          # connects and checks the VLM, once
+        summary = await rt.run(jobs, agent, command="assess", writer=w, trace=t)
+
+Leaving the block closes the VLM, once. A server that cannot be reached is not a crash:
+with ``--vlm-fallback rules`` the run continues on the rules backend; without it every
+image gets a (transient) error row that ``--resume`` tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import platform
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from types import TracebackType
+
+from pydantic import JsonValue
+
+from agentiqa_cli import __version__
+from agentiqa_cli.agent.pipeline import Agent, AgentOptions
+from agentiqa_cli.agent.prompts import PromptSpec, load_prompts
+from agentiqa_cli.agent.roles import Asker
+from agentiqa_cli.agent.rules import RulesVLM
+from agentiqa_cli.batch import BatchSummary, Decoder, Process, run_batch
+from agentiqa_cli.config import Settings, redact_url
+from agentiqa_cli.errors import ConfigError, VLMError, VLMUnreachableError
+from agentiqa_cli.imaging.discover import Job, discover, pair
+from agentiqa_cli.io.results import ResultsWriter, columns_for
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.records import Result, TraceEvent
+from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
+from agentiqa_cli.scoring import ToolScorer
+from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
+from agentiqa_cli.tools.defaults import DEFAULT_FR_TOOLS, DEFAULT_NR_TOOLS
+from agentiqa_cli.tools.runner import ToolRunner
+from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
+
+
+class Runtime:
+    def __init__(self, settings: Settings, vlm: VLM | None = None):
+        """``vlm`` replaces the backend ``--vlm`` names (tests and benchmarks inject fakes)."""
+        self.settings = settings
+        self._given_vlm = vlm
+        self._active: VLM | None = None
+        self._connect_lock = asyncio.Lock()
+        self.notes: list[str] = []  # said once on stderr by the CLI
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if "_backend" in self.__dict__:  # built: close it, once
+            await self._backend.aclose()
+
+    # -- what every command shares ----------------------------------------------------------
+    @cached_property
+    def cards(self) -> CardSet:
+        cards = load_cards(self.settings.cards_dir or default_cards_dir())
+        if self.settings.calibration is not None:
+            cards = cards.with_overlay(load_overlay(self.settings.calibration))
+        return cards
+
+    @cached_property
+    def runner(self) -> ToolRunner:
+        return ToolRunner(self.cards, self.settings.device)
+
+    @cached_property
+    def decoder(self) -> Decoder:
+        return Decoder(self.settings.max_pixels)
+
+    @cached_property
+    def prompts(self) -> dict[str, PromptSpec]:
+        return load_prompts(self.settings.prompts_dir or default_prompts_dir())
+
+    def jobs(self, paths: list[str], ref: str | None) -> list[Job]:
+        return pair(discover(paths, self.settings.recursive), ref)
+
+    def tool_problems(self, cards: Sequence[ToolCard]) -> list[str]:
+        """Build each metric once, now: a broken card is a ConfigError before any output;
+        a tool that cannot run here (weights missing) is reported and its cells stay empty."""
+        problems = []
+        for card in cards:
+            ok, why = self.runner.availability(card)
+            if not ok:
+                problems.append(f"{why} (skipped; its columns stay empty)")
+        return problems
+
+    async def run(
+        self,
+        jobs: Sequence[Job],
+        process: Process,
+        *,
+        command: str,
+        trace: TraceWriter,
+        writer: ResultsWriter | None = None,
+        on_result: Callable[[Result], None] | None = None,
+        on_skip: Callable[[Job], None] | None = None,
+    ) -> BatchSummary:
+        """Every command's images go through here: same decoding, limits, keys, error rows."""
+        return await run_batch(
+            jobs,
+            process,
+            fingerprint=self.fingerprint(command),
+            decoder=self.decoder,
+            writer=writer,
+            trace=trace,
+            concurrency=self.settings.concurrency,
+            on_result=on_result,
+            on_skip=on_skip,
+        )
+
+    # -- score --------------------------------------------------------------------------------
+    def score_cards(self, has_reference: bool) -> list[ToolCard]:
+        names = self.settings.tools or (DEFAULT_FR_TOOLS if has_reference else DEFAULT_NR_TOOLS)
+        cards = self.cards.resolve(names)
+        if not has_reference:
+            fr = [c.name for c in cards if c.mode == "FR"]
+            if fr:
+                raise ConfigError(f"full-reference tool(s) {', '.join(fr)} need --ref")
+        return cards
+
+    def scorer(self, cards: Sequence[ToolCard], fusion: str | None = None) -> ToolScorer:
+        return ToolScorer(self.runner, list(cards), fusion or self.settings.fusion)
+
+    # -- the agent ----------------------------------------------------------------------------
+    @cached_property
+    def _backend(self) -> VLM:
+        return self._given_vlm or build_vlm(self.settings, self.cards)
+
+    @property
+    def vlm(self) -> VLM:
+        """The backend the agent talks to: ``--vlm``'s, or its stand-in after ``connect``."""
+        return self._active or self._backend
+
+    def check_agent_setup(self) -> None:
+        """Everything the agent needs that can be wrong in the configuration, checked
+        before any output is opened (exit 2, earlier outputs untouched)."""
+        _ = self.prompts, self.runner, self._backend
+        if self.settings.tools:
+            self.cards.resolve(self.settings.tools)
+
+    async def connect(self) -> None:
+        """Check the VLM once before a batch, so a dead server or a wrong model fails once.
+
+        A wrong model name is a configuration error. An unreachable server is replaced by
+        the rules backend (``--vlm-fallback rules``) or by a stand-in that fails each image
+        at once with the server's error (no per-image retries)."""
+        async with self._connect_lock:
+            if self._active is not None:
+                return
+            backend = self._backend
+            try:
+                await backend.check()
+                self._active = backend
+            except VLMUnreachableError as e:
+                if self.settings.vlm_fallback == "rules":
+                    self._active = RulesVLM(self.cards)
+                    self.notes.append(
+                        f"{e}; continuing with the rules backend (--vlm-fallback rules)"
+                    )
+                else:
+                    self._active = Unreachable(e, backend)
+                    self.notes.append(f"{e}; every image gets an error row (--resume retries them)")
+            except VLMError as e:
+                raise ConfigError(str(e)) from None
+
+    async def agent(self, query: str | None = None) -> Agent:
+        """The agent for ``query`` (default: the configured one), on a connected VLM."""
+        await self.connect()
+        fallback = None
+        if self.settings.vlm_fallback == "rules" and self.vlm.name != "rules":
+            fallback = RulesVLM(self.cards)
+        options = AgentOptions(
+            query=query or self.settings.query,
+            learned_tools=self.settings.learned_tools,
+            default_nr=self.settings.tools or DEFAULT_NR_TOOLS,
+            default_fr=self.settings.tools or DEFAULT_FR_TOOLS,
+        )
+        asker = Asker(self.vlm, self.prompts, fallback=fallback)
+        return Agent(asker, self.cards, self.runner, options)
+
+    # -- identity of a run ----------------------------------------------------------------------
+    def fingerprint(self, command: str) -> str:
+        """Resume keys: ``score`` depends on tools and cards; the agent also on the VLM (the
+        model it actually serves, once connected), the query and the prompts."""
+        calibration = self.settings.calibration
+        overlay = _file_digest(calibration) if calibration is not None else None
+        if command == "score":
+            return self.settings.fingerprint(
+                command, self.cards.hashes, overlay, include_agent=False
+            )
+        return self.settings.fingerprint(
+            command, self.cards.hashes, overlay, self.vlm.model, self.prompt_versions()
+        )
+
+    def prompt_versions(self) -> dict[str, str]:
+        return {name: p.fingerprint for name, p in self.prompts.items()}
+
+    def header(self, command: str) -> TraceEvent:
+        parsed: dict[str, JsonValue] = {
+            "tool": "agentiqa",
+            "version": __version__,
+            "command": command,
+            "python": platform.python_version(),
+            "config": self.settings.redacted(),
+            "tool_cards": dict(self.cards.hashes),
+        }
+        if command != "score":
+            parsed |= {
+                "vlm": redact_url(self.settings.vlm),
+                "model": self.vlm.model,
+                "prompts": dict(self.prompt_versions()),
+            }
+        return TraceEvent(step="run", parsed=parsed)
+
+    @contextmanager
+    def outputs(
+        self,
+        out: Path,
+        trace: Path | None,
+        resume: bool,
+        command: str,
+        tool_columns: list[str] | None = None,
+    ) -> Iterator[tuple[ResultsWriter, TraceWriter]]:
+        """The results CSV and its trace, closed as complete only when the block completes."""
+        # results.csv → trace.jsonl beside it (SPEC §1); other names get <stem>.trace.jsonl
+        default = "trace.jsonl" if out.name == "results.csv" else out.stem + ".trace.jsonl"
+        trace_path = trace or out.with_name(default)
+        writer = ResultsWriter(out, columns_for(tool_columns), resume=resume)
+        tracer = TraceWriter(trace_path, append=resume, header=self.header(command))
+        completed = False
+        try:
+            yield writer, tracer
+            completed = True
+        finally:
+            writer.close(completed)
+            tracer.close(completed)
+
+
+class Unreachable:
+    """Stands in for a VLM that could not be reached: every request fails at once with the
+    server's error, so each image gets its error row without waiting for retries."""
+
+    name = "unreachable"
+    supports_schema = True
+    supports_logprobs = False
+
+    def __init__(self, error: VLMUnreachableError, backend: VLM):
+        self.error = error
+        self.model = backend.model
+
+    async def check(self) -> None:
+        raise self.error
+
+    async def complete(self, request: VLMRequest) -> VLMReply:
+        raise self.error
+
+    async def aclose(self) -> None:
+        return None
+
+
+def build_vlm(settings: Settings, cards: CardSet) -> VLM:
+    """The VLM backend named by ``--vlm``: rules, an OpenAI-compatible URL, or vllm:MODEL."""
+    spec = settings.vlm.strip()
+    if spec == "rules":
+        return RulesVLM(cards)
+    if spec.startswith(("http://", "https://")):
+        from agentiqa_cli.vlm.http import OpenAIHTTPVLM
+
+        # without --model the server's only model is used (resolved by check())
+        return OpenAIHTTPVLM(
+            base_url=spec,
+            model=settings.model,
+            api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+            concurrency=settings.concurrency,
+            timeout=settings.timeout,
+            retries=settings.retries,
+            image_pixels=settings.image_pixels,
+        )
+    if spec.startswith("vllm:"):
+        from agentiqa_cli.vlm.inprocess import InProcessVLM
+
+        return InProcessVLM(model=spec[len("vllm:") :], image_pixels=settings.image_pixels)
+    raise ConfigError(f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {spec!r}")
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError as e:
+        raise ConfigError(f"{path}: {e.strerror or e}") from None
