@@ -22,8 +22,9 @@ import jsonschema
 import numpy as np
 import pytest
 
+from agentiqa_cli.agent.roles import parse_reply
 from agentiqa_cli.errors import VLMError
-from agentiqa_cli.records import CATEGORIES
+from agentiqa_cli.records import CATEGORIES, Plan
 from agentiqa_cli.vlm.base import ImagePart, Message, VLMRequest
 from agentiqa_cli.vlm.http import OpenAIHTTPVLM, check_choice, parse_json_reply
 
@@ -204,8 +205,10 @@ def test_level_logprobs_inside_json_reach_the_fusion(server: vllm_server.VLLMSer
 
 def test_truncated_json_is_an_error(server: vllm_server.VLLMServer) -> None:
     req = VLMRequest(role="planner", messages=user("Plan."), json_schema=PLAN_SCHEMA, max_tokens=4)
+    reply = run(lambda v: v.complete(req), **opts(server))
+    assert reply.truncated
     with pytest.raises(VLMError, match="finish_reason=length"):
-        run(lambda v: v.complete(req), **opts(server))
+        parse_reply(reply, Plan)
 
 
 def test_throughput_concurrency_1_vs_8(
@@ -312,7 +315,7 @@ def test_inprocess_backend_batches_on_the_real_engine() -> None:
         assert r["usage"]["prompt_tokens"] > 54 and r["finish_reason"] == "stop"
     score = replies[3]
     assert score["text"] in LEVELS and score["top_logprobs"], score
-    assert "finish_reason=length" in replies[4]["error"]
+    assert replies[4]["finish_reason"] == "length"  # cut short: parse_reply refuses it
 
 
 def test_assess_end_to_end_against_the_server(

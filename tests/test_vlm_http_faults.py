@@ -23,6 +23,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from agentiqa_cli.agent.replies import ScoreReply
+from agentiqa_cli.agent.roles import parse_reply
 from agentiqa_cli.errors import VLMError, VLMUnreachableError
 from agentiqa_cli.vlm.base import VLM, ImagePart, Message, VLMRequest
 from agentiqa_cli.vlm.http import (
@@ -284,8 +286,12 @@ def test_json_breaking_the_schema_is_rejected() -> None:
 
 def test_truncated_constrained_reply_is_an_error(server: ScriptedServer) -> None:
     server.queue(Reply(body=completion('{"level":"go', finish="length")))
+    reply = run(
+        backend(server.url), lambda v: v.complete(request(json_schema=SCHEMA, max_tokens=5))
+    )
+    assert reply.truncated
     with pytest.raises(VLMError, match="finish_reason=length"):
-        run(backend(server.url), lambda v: v.complete(request(json_schema=SCHEMA, max_tokens=5)))
+        parse_reply(reply, ScoreReply)
 
 
 def test_truncated_free_text_is_returned(server: ScriptedServer) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from agentiqa_cli.errors import ConfigError, VLMError
-from agentiqa_cli.vlm.base import VLM, ImagePart, Message, VLMRequest
+from agentiqa_cli.vlm.base import VLM, ImagePart, Message, VLMReply, VLMRequest
 from agentiqa_cli.vlm.inprocess import InProcessVLM
 
 LEVELS = ["excellent", "good", "fair", "poor", "bad"]
@@ -154,7 +154,7 @@ def test_one_bad_prompt_fails_alone(fake_vllm: types.ModuleType) -> None:
 
 def test_truncated_constrained_reply_is_an_error(fake_vllm: types.ModuleType) -> None:
     out = gather(InProcessVLM("m", llm=FakeLLM()), [req("long", json_schema=SCHEMA), req("ok")])
-    assert isinstance(out[0], VLMError) and "finish_reason=length" in str(out[0])
+    assert isinstance(out[0], VLMReply) and out[0].truncated  # parse_reply refuses it
     assert out[1].finish_reason == "stop"
 
 

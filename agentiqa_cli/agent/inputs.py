@@ -7,7 +7,7 @@ The variable names are the prompt's declared ``inputs`` (a test holds them equal
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-def evidence_view(scores: list[ToolScore]) -> list[dict[str, Any]]:
+def evidence_view(scores: list[ToolScore]) -> list[dict[str, object]]:
     """Signal-detector readings as prompt variables: tool, raw reading, 1–5 quality."""
     return [
         {
@@ -49,7 +49,7 @@ def analysis_view(findings: list[Finding]) -> dict[str, list[dict[str, str]]]:
     return analysis
 
 
-def scores_view(scores: list[ToolScore]) -> list[dict[str, Any]]:
+def scores_view(scores: list[ToolScore]) -> list[dict[str, object]]:
     return [{"tool": s.tool, "distortion": s.distortion, "norm": s.norm} for s in scores]
 
 
@@ -61,10 +61,10 @@ class PlannerInput(RoleInput):
     tool_names: list[str]
     feedback: str = ""
 
-    def variables(self) -> dict[str, Any]:
+    def variables(self) -> dict[str, object]:
         return self.model_dump(include={"query", "has_reference", "tool_names", "feedback"})
 
-    def dynamic(self) -> dict[str, Any]:
+    def dynamic(self) -> dict[str, object]:
         return {"tool_names": self.tool_names}
 
 
@@ -83,7 +83,7 @@ class ExamineInput(_Looking):
 
     scopes: list[str]
 
-    def variables(self) -> dict[str, Any]:
+    def variables(self) -> dict[str, object]:
         return {
             "query": self.query,
             "has_reference": self.has_reference,
@@ -91,7 +91,7 @@ class ExamineInput(_Looking):
             "evidence": evidence_view(self.evidence),
         }
 
-    def dynamic(self) -> dict[str, Any]:
+    def dynamic(self) -> dict[str, object]:
         return {"scopes": self.scopes}
 
 
@@ -106,7 +106,7 @@ class AnalyzeInput(_Looking):
 
     distortions: dict[str, list[Category]]
 
-    def variables(self) -> dict[str, Any]:
+    def variables(self) -> dict[str, object]:
         return {
             "query": self.query,
             "has_reference": self.has_reference,
@@ -114,7 +114,7 @@ class AnalyzeInput(_Looking):
             "evidence": evidence_view(self.evidence),
         }
 
-    def dynamic(self) -> dict[str, Any]:
+    def dynamic(self) -> dict[str, object]:
         return {"distortions": self.distortions}
 
 
@@ -132,7 +132,7 @@ class SelectInput(RoleInput):
     def distortions(self) -> dict[str, list[Category]]:
         return {"Global": list(self.categories)}
 
-    def variables(self) -> dict[str, Any]:
+    def variables(self) -> dict[str, object]:
         return {
             "query": self.query,
             "has_reference": self.full_reference,
@@ -148,7 +148,7 @@ class SelectInput(RoleInput):
             ],
         }
 
-    def dynamic(self) -> dict[str, Any]:
+    def dynamic(self) -> dict[str, object]:
         return {"tool_names": [c.name for c in self.candidates], "distortions": self.distortions}
 
 
@@ -163,7 +163,7 @@ class _Summarizing(_Looking):
 class SummarizeInput(_Summarizing):
     role: ClassVar[str] = "summarize"
 
-    def variables(self) -> dict[str, Any]:
+    def variables(self) -> dict[str, object]:
         return {
             "query": self.query,
             "has_reference": self.has_reference,
@@ -182,7 +182,7 @@ class InterpretInput(_Summarizing):
     options: dict[str, str]  # letter → text, in display order
     candidates: list[str] = Field(default_factory=list)  # tools that could have run
 
-    def variables(self) -> dict[str, Any]:
+    def variables(self) -> dict[str, object]:
         return {
             "query": self.query,
             "options": list(self.options.values()),
@@ -192,5 +192,5 @@ class InterpretInput(_Summarizing):
             "evidence": evidence_view(self.evidence),
         }
 
-    def dynamic(self) -> dict[str, Any]:
+    def dynamic(self) -> dict[str, object]:
         return {"letters": list(self.options)}

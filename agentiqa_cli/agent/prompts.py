@@ -214,7 +214,7 @@ class PromptSpec(BaseModel):
         """``schema_for`` arguments this schema needs (built-ins excluded)."""
         return dynamic_names(self.output_schema)
 
-    def schema_for(self, **values: Any) -> dict[str, Any]:
+    def schema_for(self, **values: object) -> dict[str, Any]:
         """The plain JSON Schema for this request, directives expanded."""
         missing = sorted(self.dynamic_names - set(values))
         if missing:
@@ -228,7 +228,7 @@ class PromptSpec(BaseModel):
 
     # -- rendering ----------------------------------------------------------------------
 
-    def render(self, images: Sequence[ImagePart] = (), **variables: Any) -> list[Message]:
+    def render(self, images: Sequence[ImagePart] = (), **variables: object) -> list[Message]:
         """System and user messages; ``images`` go with the user message, not its text."""
         context = {**self.defaults, **variables}
         missing = [k for k in self.inputs if k not in context]

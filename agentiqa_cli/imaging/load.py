@@ -64,7 +64,8 @@ class LoadedImage:
             self._tensors["gray"] = (
                 0.299 * p[..., 0] + 0.587 * p[..., 1] + 0.114 * p[..., 2]
             ).astype(np.float32)
-        return self._tensors["gray"]
+        gray: NDArray[np.float32] = self._tensors["gray"]
+        return gray
 
 
 def file_sha256(path: Path) -> str:

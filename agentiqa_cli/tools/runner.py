@@ -72,7 +72,8 @@ class ToolRunner:
                 raise ConfigError(
                     f"tool card {card.name}: no builtin detector {card.metric!r}"
                 ) from None
-        return build_pyiqa_metric(card, self.device)
+        metric: Callable[..., float] = build_pyiqa_metric(card, self.device)
+        return metric
 
     # -- running ----------------------------------------------------------------------
     def run(self, card: ToolCard, image: LoadedImage, ref: LoadedImage | None = None) -> ToolScore:

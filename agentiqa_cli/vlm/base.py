@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.records import Usage
@@ -21,7 +23,9 @@ class ImagePart(BaseModel):
 
     sha256: str
     path: str
-    pixels: Any = Field(default=None, exclude=True, repr=False)  # H×W×3 float32 in [0, 1]
+    pixels: NDArray[np.float32] | None = Field(
+        default=None, exclude=True, repr=False
+    )  # H×W×3 in [0, 1]
 
 
 class Message(BaseModel):
@@ -41,11 +45,11 @@ class RoleInput(BaseModel):
 
     role: ClassVar[str]
 
-    def variables(self) -> dict[str, Any]:
+    def variables(self) -> dict[str, object]:
         """The prompt template's variables."""
         raise NotImplementedError
 
-    def dynamic(self) -> dict[str, Any]:
+    def dynamic(self) -> dict[str, object]:
         """The output schema's run-time values (``enum_from`` etc.)."""
         return {}
 

@@ -204,13 +204,7 @@ class OpenAIHTTPVLM:
             text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
             raise VLMError(f"VLM server at {self.base_url} sent a malformed reply") from None
-        finish = choice.get("finish_reason")
-        constrained = request.json_schema is not None or bool(request.choices)
-        if finish == "length" and constrained:
-            raise VLMError(
-                f"VLM reply for {request.role!r} was cut at max_tokens={request.max_tokens} "
-                "(finish_reason=length): the JSON is incomplete"
-            )
+        finish = choice.get("finish_reason")  # "length": cut short (see VLMReply.truncated)
         usage = data.get("usage") or {}
         tokens, top = _logprobs(choice.get("logprobs")) if request.top_logprobs else (None, None)
 
@@ -282,7 +276,7 @@ class OpenAIHTTPVLM:
     def _delay(self, attempt: int, last: _Retryable | None) -> float:
         """Exponential backoff with jitter, so concurrent clients don't retry in lockstep."""
         base = min(self.backoff_max, self.backoff * 2 ** (attempt - 1))
-        delay = base * self._rng.uniform(0.5, 1.0)
+        delay: float = base * self._rng.uniform(0.5, 1.0)
         if last is not None and last.retry_after is not None:
             delay = max(delay, min(self.backoff_max, last.retry_after))
         return delay

@@ -189,12 +189,6 @@ class InProcessVLM:
 
     def _reply(self, request: VLMRequest, output: Any) -> VLMReply | VLMError:
         out = output.outputs[0]
-        constrained = request.json_schema is not None or bool(request.choices)
-        if out.finish_reason == "length" and constrained:
-            return VLMError(
-                f"VLM reply for {request.role!r} was cut at max_tokens={request.max_tokens} "
-                "(finish_reason=length): the JSON is incomplete"
-            )
         tokens, top = (
             _logprobs(out.token_ids, out.logprobs) if request.top_logprobs else (None, None)
         )
