@@ -37,6 +37,9 @@ class Settings(BaseModel):
         False,
         description="let the agent select tools that need downloaded weights (cached or online)",
     )
+    evidence: bool = Field(
+        True, description="show the detectors' readings to the VLM (off: the paper's prompts)"
+    )
     query: str = DEFAULT_QUERY
     max_pixels: int = Field(100_000_000, ge=1)
     prompts_dir: Path | None = None
@@ -55,7 +58,8 @@ class Settings(BaseModel):
         """Hash of the settings that change results (plus extra parts), for resume keys."""
         fields = {"tools", "fusion"}  # the calibration overlay is hashed by content, not path
         if include_agent:
-            fields |= {"vlm", "model", "vlm_fallback", "query", "image_pixels", "learned_tools"}
+            fields |= {"vlm", "model", "vlm_fallback", "query", "image_pixels", "learned_tools",
+                       "evidence"}  # fmt: skip
         relevant = self.model_dump(mode="json", include=fields)
         blob = json.dumps([relevant, *parts], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -188,6 +188,8 @@ class Runtime:
             learned_tools=self.settings.learned_tools,
             default_nr=self.settings.tools or DEFAULT_NR_TOOLS,
             default_fr=self.settings.tools or DEFAULT_FR_TOOLS,
+            fusion=self.settings.fusion,
+            show_evidence=self.settings.evidence,
         )
         asker = Asker(self.vlm, self.prompts, fallback=fallback)
         return Agent(asker, self.cards, self.runner, options)

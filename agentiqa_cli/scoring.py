@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from statistics import fmean
 
 from agentiqa_cli.batch import Pair, trace_tool_scores
@@ -12,6 +13,18 @@ from agentiqa_cli.tools.cards import ToolCard
 from agentiqa_cli.tools.runner import ToolRunner
 
 FUSIONS = ("mean", "min")
+
+
+def fuse_tools(norms: Sequence[float], fusion: str = "mean") -> float:
+    """The tools' joint 1–5 score: used by ``score`` as its score and by the agent as the
+    q̄ of Eq. 4, so the agent's tool evidence is exactly what ``score`` reports."""
+    if not norms:
+        raise ValueError("no tool scores to fuse")
+    if fusion == "min":
+        return min(norms)
+    if fusion == "mean":
+        return fmean(norms)
+    raise ConfigError(f"--fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
 
 
 class ToolScorer:
@@ -36,7 +49,7 @@ class ToolScorer:
         result = pair.result()
         result.tools = scores
         if ok:
-            result.score = fmean(ok) if self.fusion == "mean" else min(ok)
+            result.score = fuse_tools(ok, self.fusion)
             result.level = level_of(result.score)
         if failed:
             msg = "; ".join(s.error or f"{s.tool} failed" for s in failed)

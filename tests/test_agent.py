@@ -118,10 +118,10 @@ def test_fusion_uses_summarizer_logprobs(tmp_path: Path) -> None:
                        "summarize": lambda r: summary_reply("good", lps=lps)})  # fmt: skip
     (result,) = run_agent(session, vlm, pairs(tmp_path, 1, session))
     norm = result.tools[0].norm
-    expected = fuse([norm], softmax_levels(lps))
+    expected = fuse(norm, softmax_levels(lps))
     assert result.score == pytest.approx(expected)
     # differs from the uniform-p fusion: the log-probabilities were really used
-    assert result.score != pytest.approx(fuse([norm], None))
+    assert result.score != pytest.approx(fuse(norm, None))
 
 
 def test_no_logprobs_means_uniform_p(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_no_logprobs_means_uniform_p(tmp_path: Path) -> None:
     vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
                        "summarize": body})  # fmt: skip
     (result,) = run_agent(session, vlm, pairs(tmp_path, 1, session))
-    assert result.score == pytest.approx(fuse([result.tools[0].norm], None))
+    assert result.score == pytest.approx(fuse(result.tools[0].norm, None))
 
 
 def test_replans_at_most_twice(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_switches_obeyed_for_other_query(tmp_path: Path) -> None:
     assert not vlm.calls("examine") and not vlm.calls("select")
     assert result.tools == []
     # no tools: q = Σ p_c c from the level probabilities alone
-    assert result.score == pytest.approx(fuse([], softmax_levels({"fair": -0.05})))
+    assert result.score == pytest.approx(fuse(None, softmax_levels({"fair": -0.05})))
 
 
 def test_explicit_distortion_analysed_not_detected(tmp_path: Path) -> None:
@@ -212,3 +212,17 @@ def test_trace_has_every_step_without_pixels(tmp_path: Path) -> None:
     assert '"pixels"' not in text  # images appear by hash, never as bytes
     summ = next(e for e in events if e["step"] == "summarize")
     assert summ["reply"]["top_logprobs"] and summ["parsed"]["level"] == "good"
+
+
+@pytest.mark.parametrize("evidence", [True, False])
+def test_no_evidence_keeps_readings_out_of_the_prompts(tmp_path: Path, evidence: bool) -> None:
+    settings = make_session(tmp_path, evidence=evidence)
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
+                       "summarize": lambda r: summary_reply()})  # fmt: skip
+    (result,) = run_agent(settings, vlm, pairs(tmp_path, 1, settings))
+    prompts = [
+        m.text for role in ("examine", "summarize") for r in vlm.calls(role) for m in r.messages
+    ]
+    shown = any("sharpness" in t and "quality" in t for t in prompts)
+    assert shown == evidence
+    assert result.status == "ok" and result.tools  # the tools still ran either way

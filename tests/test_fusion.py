@@ -24,23 +24,23 @@ def test_fuse_by_hand() -> None:
     alpha = [math.exp(-((qbar - c) ** 2)) for c in range(1, 6)]
     num = sum(a * pc * c for a, pc, c in zip(alpha, p, range(1, 6), strict=True))
     den = sum(a * pc for a, pc in zip(alpha, p, strict=True))
-    assert fuse([2.0, 3.0], p) == pytest.approx(num / den)
+    assert fuse(2.5, p) == pytest.approx(num / den)
 
 
 def test_fuse_edge_cases() -> None:
     p = [0.0, 0.0, 0.0, 1.0, 0.0]
-    assert fuse([], p) == pytest.approx(4.0)  # no tools: Σ p c
-    assert fuse([], None) == pytest.approx(3.0)  # uniform p
-    low, high = fuse([1.2], None), fuse([4.8], None)
+    assert fuse(None, p) == pytest.approx(4.0)  # no tools: Σ p c
+    assert fuse(None, None) == pytest.approx(3.0)  # uniform p
+    low, high = fuse(1.2, None), fuse(4.8, None)
     assert 1.0 <= low < 2.0 and 4.0 < high <= 5.0
     # stays on the 1-5 scale whatever the inputs
     for q in (1.0, 2.2, 3.7, 5.0):
         for pp in ([1, 0, 0, 0, 0], [0, 0, 0, 0, 1], [0.2] * 5):
-            assert 1.0 <= fuse([q], pp) <= 5.0
+            assert 1.0 <= fuse(q, pp) <= 5.0
 
 
 def test_fuse_monotone_in_tools() -> None:
-    scores = [fuse([q], None) for q in (1.0, 1.5, 2.0, 3.0, 4.0, 4.5, 5.0)]
+    scores = [fuse(q, None) for q in (1.0, 1.5, 2.0, 3.0, 4.0, 4.5, 5.0)]
     assert scores == sorted(scores)
 
 

@@ -98,3 +98,41 @@ def test_region_query_replans_to_get_evidence(tmp_path: Path, photo: np.ndarray)
     r = res["b"]
     assert r.tools and r.score is not None  # type: ignore[attr-defined]
     assert worst(r, "Blurs") >= SEVERITIES.index("moderate")
+
+
+@pytest.mark.parametrize(
+    ("query", "noisy", "clean"),
+    [("Is the sky noisy?", "Yes", "No"), ("Is the image free of noise?", "No", "Yes")],
+)
+def test_yes_no_question_gets_a_yes_no_answer_with_the_measurement(
+    tmp_path: Path, photo: np.ndarray, query: str, noisy: str, clean: str
+) -> None:
+    grainy = distort(photo, "noise", 4, np.random.default_rng(4))
+    res = assess(tmp_path, {"noisy": grainy, "clean": photo}, query=query)
+    for name, want in (("noisy", noisy), ("clean", clean)):
+        answer = res[name].answer  # type: ignore[attr-defined]
+        assert answer.startswith(f"{want}. noise "), (name, answer)
+        assert "sigma" in answer  # the measurement it rests on
+
+
+def test_agent_ranks_images_as_score_does(tmp_path: Path, photo: np.ndarray) -> None:
+    """Without a VLM (uniform p) the agent's score is a monotone function of what `score`
+    reports for the image (its default set, fused the same way), whatever it detects: the
+    agent never reorders what its tools measured."""
+    from agentiqa_cli.scoring import fuse_tools
+    from agentiqa_cli.tools.defaults import DEFAULT_NR_TOOLS
+
+    rng = np.random.default_rng(0)
+    arrays = {"clean": photo}
+    for kind in ("blur", "noise", "jpeg", "darken", "contrast"):
+        for lv in (1, 3, 5):
+            arrays[f"{kind}{lv}"] = distort(photo, kind, lv, rng)
+    res = assess(tmp_path, arrays)
+    pairs_ = []
+    for r in res.values():
+        by_tool = {t.tool: t.norm for t in r.tools if t.ok}  # type: ignore[attr-defined]
+        score_value = fuse_tools([by_tool[n] for n in DEFAULT_NR_TOOLS], Settings().fusion)
+        pairs_.append((score_value, r.score))  # type: ignore[attr-defined]
+    pairs_.sort()
+    agent_scores = [s for _, s in pairs_]
+    assert agent_scores == sorted(agent_scores), pairs_

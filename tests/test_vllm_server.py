@@ -332,6 +332,7 @@ def test_assess_end_to_end_against_the_server(
     from agentiqa_cli.agent.replies import AnalyzeReply, ScoreReply, SelectReply
     from agentiqa_cli.agent.roles import parse_reply
     from agentiqa_cli.records import Plan
+    from agentiqa_cli.scoring import fuse_tools
     from agentiqa_cli.vlm.base import VLMReply
 
     imgs = tmp_path / "imgs"
@@ -377,4 +378,6 @@ def test_assess_end_to_end_against_the_server(
         assert f["parsed"]["p"] == pytest.approx(p)
         row = df[df["image"] == f["image"]].iloc[0]
         norms = [float(x.split("=")[1]) for x in str(row["tools"]).split(";") if "=" in x]
-        assert row["score"] == pytest.approx(fuse(norms, p), abs=2e-3)
+        qbar = fuse_tools(norms, f["parsed"]["fusion"])
+        assert f["parsed"]["qbar"] == pytest.approx(qbar, abs=2e-3)
+        assert row["score"] == pytest.approx(fuse(qbar, p), abs=2e-3)

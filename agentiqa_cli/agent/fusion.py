@@ -2,7 +2,9 @@
 
 The paper's final score ``q = Σ_c α_c p_c c`` is not on the 1–5 scale (α and p both sum
 to one, so their product sums to less); we normalise by ``Σ_c α_c p_c``, which keeps the
-paper's weighting and yields a proper expectation over levels. No tool scores → the VLM's
+paper's weighting and yields a proper expectation over levels. The paper's q̄ is the mean of
+the tools' scores; here it is the tools' joint score as ``score`` fuses them
+(``scoring.fuse_tools``: the mean reproduces the paper). No tool scores → the VLM's
 expectation ``Σ p_c c``; no log-probabilities → uniform ``p``. Never a random score.
 """
 
@@ -25,15 +27,14 @@ def gaussian_weights(qbar: float, eta: float = 1.0) -> list[float]:
     return [x / s for x in w]
 
 
-def fuse(tool_scores: Sequence[float], p: Sequence[float] | None, eta: float = 1.0) -> float:
-    """Final 1–5 score from normalized tool scores and the five level probabilities
-    (ordered bad … excellent)."""
+def fuse(qbar: float | None, p: Sequence[float] | None, eta: float = 1.0) -> float:
+    """Final 1–5 score from the tools' joint score ``qbar`` (Eq. 4's q̄; None when no tool
+    ran) and the five level probabilities (ordered bad … excellent)."""
     probs = list(p) if p is not None else [0.2] * 5
     if len(probs) != 5:
         raise ValueError("need five level probabilities")
-    if not tool_scores:
+    if qbar is None:
         return _clip(sum(pc * c for pc, c in zip(probs, range(1, 6), strict=True)))
-    qbar = sum(tool_scores) / len(tool_scores)
     alpha = gaussian_weights(qbar, eta)
     num = sum(a * pc * c for a, pc, c in zip(alpha, probs, range(1, 6), strict=True))
     den = sum(a * pc for a, pc in zip(alpha, probs, strict=True))

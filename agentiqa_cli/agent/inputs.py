@@ -69,11 +69,17 @@ class PlannerInput(RoleInput):
 
 
 class _Looking(RoleInput):
-    """A role that looks at the image, with the detectors' readings as hints."""
+    """A role that looks at the image, with the detectors' readings as hints. The rules
+    backend always reads ``evidence``; a model is shown it unless ``show_evidence`` is off
+    (``--no-evidence``: the paper's prompts, which carry no measurements)."""
 
     query: str
     has_reference: bool
     evidence: list[ToolScore] = Field(default_factory=list)
+    show_evidence: bool = True
+
+    def shown_evidence(self) -> list[dict[str, object]]:
+        return evidence_view(self.evidence) if self.show_evidence else []
 
 
 class ExamineInput(_Looking):
@@ -88,7 +94,7 @@ class ExamineInput(_Looking):
             "query": self.query,
             "has_reference": self.has_reference,
             "scopes": self.scopes,
-            "evidence": evidence_view(self.evidence),
+            "evidence": self.shown_evidence(),
         }
 
     def dynamic(self) -> dict[str, object]:
@@ -111,7 +117,7 @@ class AnalyzeInput(_Looking):
             "query": self.query,
             "has_reference": self.has_reference,
             "distortions": self.distortions,
-            "evidence": evidence_view(self.evidence),
+            "evidence": self.shown_evidence(),
         }
 
     def dynamic(self) -> dict[str, object]:
@@ -170,7 +176,7 @@ class SummarizeInput(_Summarizing):
             "scopes": self.plan.scopes,
             "analysis": analysis_view(self.findings),
             "tool_scores": scores_view(self.tool_scores),
-            "evidence": evidence_view(self.evidence),
+            "evidence": self.shown_evidence(),
         }
 
 
@@ -189,7 +195,7 @@ class InterpretInput(_Summarizing):
             "has_reference": self.has_reference,
             "analysis": analysis_view(self.findings),
             "tool_scores": scores_view(self.tool_scores),
-            "evidence": evidence_view(self.evidence),
+            "evidence": self.shown_evidence(),
         }
 
     def dynamic(self) -> dict[str, object]:

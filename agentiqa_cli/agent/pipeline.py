@@ -41,6 +41,7 @@ from agentiqa_cli.records import (
     Usage,
     level_of,
 )
+from agentiqa_cli.scoring import fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
 from agentiqa_cli.tools.runner import ToolRunner
 
@@ -54,6 +55,8 @@ class AgentOptions:
     learned_tools: bool = False  # offer tools that need downloaded weights to the selector
     default_nr: Sequence[str] = ()
     default_fr: Sequence[str] = ()
+    fusion: str = "mean"  # how the tools' scores combine into q̄ (as `score` fuses them)
+    show_evidence: bool = True  # the detectors' readings in the model's prompts
 
 
 class Agent:
@@ -147,6 +150,7 @@ class Agent:
                 query=self.opt.query,
                 has_reference=has_ref,
                 evidence=evidence,
+                show_evidence=self.opt.show_evidence,
                 plan=plan,
                 findings=findings,
                 tool_scores=scores,
@@ -159,9 +163,10 @@ class Agent:
 
         assert summary is not None
         norms = [s.norm for s in scores if s.ok and s.norm is not None]
+        qbar = fuse_tools(norms, self.opt.fusion) if norms else None
         p = softmax_levels(reply_lp) if reply_lp else None
         # a score needs evidence: tool scores, or the VLM's level probabilities
-        score = fuse(norms, p) if (norms or p) else None
+        score = fuse(qbar, p) if (qbar is not None or p) else None
         result = pair.result()
         result.score = score
         # no score, no level: the summarizer's stated level alone is not a measurement
@@ -175,7 +180,8 @@ class Agent:
             result,
             {
                 "p": list(p) if p is not None else None,
-                "tool_mean": (sum(norms) / len(norms)) if norms else None,
+                "qbar": qbar,
+                "fusion": self.opt.fusion,
                 "reasoning": summary.reasoning,
                 "levels": list(LEVELS),
             },
@@ -195,6 +201,7 @@ class Agent:
             query=self.opt.query,
             has_reference=has_ref,
             evidence=evidence,
+            show_evidence=self.opt.show_evidence,
             plan=plan,
             findings=findings,
             tool_scores=scores,
@@ -242,12 +249,20 @@ class Agent:
         query, has_ref = self.opt.query, pair.reference is not None
         if sw.distortion_detection and sw.distortion_analysis:
             inputs = ExamineInput(
-                query=query, has_reference=has_ref, evidence=evidence, scopes=plan.scopes
+                query=query,
+                has_reference=has_ref,
+                evidence=evidence,
+                show_evidence=self.opt.show_evidence,
+                scopes=plan.scopes,
             )
             return _findings_of(await self.ask.examine(inputs, usage, pair))
         if sw.distortion_detection:
             detect = DetectInput(
-                query=query, has_reference=has_ref, evidence=evidence, scopes=plan.scopes
+                query=query,
+                has_reference=has_ref,
+                evidence=evidence,
+                show_evidence=self.opt.show_evidence,
+                scopes=plan.scopes,
             )
             det = await self.ask.detect(detect, usage, pair)
             return [
@@ -262,7 +277,11 @@ class Agent:
             ]
         if plan.distortions and sw.distortion_analysis:
             analyze = AnalyzeInput(
-                query=query, has_reference=has_ref, evidence=evidence, distortions=plan.distortions
+                query=query,
+                has_reference=has_ref,
+                evidence=evidence,
+                show_evidence=self.opt.show_evidence,
+                distortions=plan.distortions,
             )
             return _findings_of(await self.ask.analyze(analyze, usage, pair))
         if plan.distortions:
@@ -313,9 +332,11 @@ class Agent:
             if sw.tool_selection and cats and self.candidates(full_ref):
                 selected = await self.select(cats, full_ref, usage, pair)
                 by_category = {c: self._measuring(c, t, evidence) for c, t in selected.items()}
-            chosen = list(dict.fromkeys(by_category.values())) or list(
-                self.opt.default_fr if full_ref else self.opt.default_nr
-            )
+            # the tools chosen for the distortions, then the set `score` runs: the agent's
+            # q̄ always rests on at least the evidence `score` reports, never on one
+            # detector that fired weakly
+            default = self.opt.default_fr if full_ref else self.opt.default_nr
+            chosen = list(dict.fromkeys([*by_category.values(), *default]))
         cards = [self.cards.get(n) for n in chosen]
         if not full_ref:
             cards = [c for c in cards if c.mode == "NR"]

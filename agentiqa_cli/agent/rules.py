@@ -8,6 +8,7 @@ explanation. It has no level log-probabilities, so fusion uses a uniform ``p``.
 
 from __future__ import annotations
 
+import re
 import time
 from statistics import fmean
 
@@ -32,7 +33,7 @@ from agentiqa_cli.agent.replies import (
     SelectReply,
 )
 from agentiqa_cli.errors import VLMError
-from agentiqa_cli.records import Category, Finding, ToolScore, level_of
+from agentiqa_cli.records import Category, Finding, Plan, ToolScore, level_of
 from agentiqa_cli.tools.cards import CardSet, ToolCard
 from agentiqa_cli.vlm.base import RoleInput, VLMReply, VLMRequest
 
@@ -193,11 +194,39 @@ class RulesVLM:
         else:
             answer = f"{level.capitalize()} quality; no distortion stands out."
             why = "The signal detectors found no blur, noise, compression, exposure, contrast or colour problem."
+        asked = yes_no_answer(inputs.query, inputs.plan, inputs.findings)
+        answer = asked or answer
         tools = ", ".join(f"{s.tool} {s.norm:.2f}" for s in scores[:4] if s.norm is not None)
         reasoning = f"{why} Tool scores (1-5): {tools}; mean {qbar:.2f}."
         return ScoreReply(
             level=level, answer=answer[:300], reasoning=reasoning[:500], sufficient=True
         )
+
+
+_YES_NO = re.compile(
+    r"^\s*(?:is|are|was|were|does|do|did|has|have|had|can|could|will|would|should)\b", re.I
+)
+# a question about a good property ("Is it in focus?") is answered yes when the defect
+# is absent; any other ("Is the sky noisy?") yes when it is present
+_GOOD_PROPERTY = re.compile(
+    r"\b(?:in focus|focused|sharp|crisp|clear|clean|well[- ]exposed|properly exposed"
+    r"|detailed|noise[- ]free|free of \w+|good|fine|ok|okay|acceptable)\b",
+    re.I,
+)
+
+
+def yes_no_answer(query: str, plan: Plan, findings: list[Finding]) -> str | None:
+    """ "Yes"/"No" with the measurement, for a yes/no question about named distortions;
+    None for any other query. A distortion counts as present from "moderate" (visible)."""
+    if not _YES_NO.match(query) or not plan.distortions:
+        return None
+    asked = {c for cats in plan.distortions.values() for c in cats}
+    relevant = [f for f in findings if f.category in asked]
+    present = any(_SEVERITY_RANK[f.severity] >= _SEVERITY_RANK["moderate"] for f in relevant)
+    yes = not present if _GOOD_PROPERTY.search(query) else present
+    measured = "; ".join(f"{f.category.lower()} {f.severity}: {f.reason}" for f in relevant)
+    where = "" if plan.query_scope == "Global" else " (measured over the whole image)"
+    return f"{'Yes' if yes else 'No'}. {measured or 'nothing measured'}{where}"[:300]
 
 
 # words that name each category in free text (answer options)
@@ -222,7 +251,7 @@ def answer_options(inputs: InterpretInput) -> tuple[str, str] | None:
     """
     findings = [f for f in inputs.findings if f.severity != "none"]
     options = inputs.options
-    tools = {s.tool for s in inputs.tool_scores if s.ok}
+    tools = {s.tool for s in inputs.tool_scores if s.ok and s.distortion}  # the chosen ones
     points: dict[str, float] = {}
     for letter, text in options.items():
         t = text.lower()

@@ -74,6 +74,7 @@ class Common:
     model: str | None = None
     vlm_fallback: str | None = None
     prompts: Path | None = None
+    evidence: bool | None = None
     recursive: bool = False
     out: Path = Path("results.csv")
     trace: Path | None = None
@@ -94,6 +95,7 @@ class Common:
             "model": self.model,
             "vlm_fallback": self.vlm_fallback,
             "prompts_dir": self.prompts,
+            "evidence": self.evidence,
             "recursive": self.recursive or None,
         }
         return load_settings({**shared, **flags}, self.config)
@@ -165,6 +167,17 @@ _VLM = {
             Path | None,
             typer.Option(
                 "--prompts", help="Folder of prompt YAML files (default: the shipped prompts)."
+            ),
+        ],
+        None,
+    ),
+    "evidence": (
+        Annotated[
+            bool | None,
+            typer.Option(
+                "--evidence/--no-evidence",
+                help="Show the signal detectors' readings to the VLM (default) or keep them "
+                "out of its prompts, as in the paper.",
             ),
         ],
         None,
