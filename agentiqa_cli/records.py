@@ -6,29 +6,18 @@ CSV rows and JSONL trace lines are produced from these models and nothing else.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 # Quality levels, worst first: the level's index + 1 is its score on the 1–5 scale.
-LEVELS: tuple[str, ...] = ("bad", "poor", "fair", "good", "excellent")
 Level = Literal["bad", "poor", "fair", "good", "excellent"]
+LEVELS: tuple[Level, ...] = get_args(Level)
 
-_LEVEL_LIST: tuple[Level, ...] = ("bad", "poor", "fair", "good", "excellent")
-
-SEVERITIES: tuple[str, ...] = ("none", "slight", "moderate", "severe", "extreme")
 Severity = Literal["none", "slight", "moderate", "severe", "extreme"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 
 # Seed 000 Appendix A.2: the executor's valid distortion categories.
-CATEGORIES: tuple[str, ...] = (
-    "Blurs",
-    "Color distortions",
-    "Compression",
-    "Noise",
-    "Brightness change",
-    "Sharpness",
-    "Contrast",
-)
 Category = Literal[
     "Blurs",
     "Color distortions",
@@ -38,6 +27,7 @@ Category = Literal[
     "Sharpness",
     "Contrast",
 ]
+CATEGORIES: tuple[Category, ...] = get_args(Category)
 
 Mode = Literal["FR", "NR"]
 Status = Literal["ok", "error"]
@@ -45,7 +35,7 @@ Status = Literal["ok", "error"]
 
 def level_of(score: float) -> Level:
     """The level whose integer score is nearest (1 bad … 5 excellent)."""
-    return _LEVEL_LIST[min(4, max(0, math.floor(score + 0.5) - 1))]
+    return LEVELS[min(4, max(0, math.floor(score + 0.5) - 1))]
 
 
 class Record(BaseModel):

@@ -246,55 +246,24 @@ class Agent:
         sw = plan.plan
         if plan.query_type != "IQA":
             return []
-        query, has_ref = self.opt.query, pair.reference is not None
+        looking = {
+            "query": self.opt.query,
+            "has_reference": pair.reference is not None,
+            "evidence": evidence,
+            "show_evidence": self.opt.show_evidence,
+        }
         if sw.distortion_detection and sw.distortion_analysis:
-            inputs = ExamineInput(
-                query=query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
-                scopes=plan.scopes,
-            )
-            return _findings_of(await self.ask.examine(inputs, usage, pair))
+            examine = ExamineInput.model_validate(looking | {"scopes": plan.scopes})
+            return _findings_of(await self.ask.examine(examine, usage, pair))
         if sw.distortion_detection:
-            detect = DetectInput(
-                query=query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
-                scopes=plan.scopes,
-            )
+            detect = DetectInput.model_validate(looking | {"scopes": plan.scopes})
             det = await self.ask.detect(detect, usage, pair)
-            return [
-                Finding(
-                    scope=s,
-                    category=c,
-                    severity="moderate",
-                    reason="detected; severity not analysed",
-                )
-                for s, cats in det.distortion_set.items()
-                for c in cats
-            ]
+            return _unanalysed(det.distortion_set, "detected; severity not analysed")
         if plan.distortions and sw.distortion_analysis:
-            analyze = AnalyzeInput(
-                query=query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
-                distortions=plan.distortions,
-            )
+            analyze = AnalyzeInput.model_validate(looking | {"distortions": plan.distortions})
             return _findings_of(await self.ask.analyze(analyze, usage, pair))
         if plan.distortions:
-            return [
-                Finding(
-                    scope=s,
-                    category=c,
-                    severity="moderate",
-                    reason="named in the query; not analysed",
-                )
-                for s, cats in plan.distortions.items()
-                for c in cats
-            ]
+            return _unanalysed(plan.distortions, "named in the query; not analysed")
         return []
 
     def _measuring(self, category: str, tool: str, evidence: list[ToolScore]) -> str:
@@ -394,6 +363,15 @@ def _trace_final(pair: Pair, result: Result, extra: dict[str, JsonValue]) -> Non
         },
         tokens=result.usage,
     )
+
+
+def _unanalysed(distortions: dict[str, list[Category]], reason: str) -> list[Finding]:
+    """Findings whose severity nobody judged: counted as visible ("moderate")."""
+    return [
+        Finding(scope=s, category=c, severity="moderate", reason=reason)
+        for s, cats in distortions.items()
+        for c in cats
+    ]
 
 
 def _findings_of(reply: AnalyzeReply) -> list[Finding]:
