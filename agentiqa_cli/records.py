@@ -29,6 +29,9 @@ Category = Literal[
 ]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
 
+# AgenticIQA-Eval's tracks: the component a multiple-choice question tests (seed 000 §4)
+Track = Literal["planner", "executor-distortion", "executor-tool", "summarizer"]
+
 Mode = Literal["FR", "NR"]
 Status = Literal["ok", "error"]
 

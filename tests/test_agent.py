@@ -226,3 +226,53 @@ def test_no_evidence_keeps_readings_out_of_the_prompts(tmp_path: Path, evidence:
     shown = any("sharpness" in t and "quality" in t for t in prompts)
     assert shown == evidence
     assert result.status == "ok" and result.tools  # the tools still ran either way
+
+
+INTERPRET_A = {"final_answer": "A", "quality_reasoning": "as seen", "sufficient": True}
+
+
+def run_answer(settings: Settings, vlm: ScriptedVLM, item: Pair, query: str,
+               track: Any) -> Any:  # fmt: skip
+    async def go() -> Any:
+        async with Runtime(settings, vlm=vlm) as rt:
+            agent = await rt.agent(query)
+            return await agent.answer(item, {"A": "Noise", "B": "Blur"}, track)
+
+    return asyncio.run(go())
+
+
+def test_mcq_replans_on_insufficient_evidence(tmp_path: Path) -> None:
+    settings = make_session(tmp_path)
+    unsure = dict(INTERPRET_A, sufficient=False)
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
+                       "interpret": [unsure, unsure, INTERPRET_A]})  # fmt: skip
+    (item,) = pairs(tmp_path, 1, settings)
+    r = run_answer(settings, vlm, item, "Which distortion?", None)
+    assert r.choice == "A"
+    assert len(vlm.calls("interpret")) == 3 and len(vlm.calls("planner")) == 3  # 2 replans
+
+
+@pytest.mark.parametrize(
+    ("track", "asked"),
+    [
+        ("planner", {"planner"}),
+        ("executor-distortion", {"planner", "examine"}),
+        ("executor-tool", {"planner", "examine", "select"}),
+        (None, {"planner", "examine", "select"}),
+    ],
+)
+def test_mcq_tracks_are_answered_from_their_component(
+    tmp_path: Path, track: Any, asked: set[str]
+) -> None:
+    settings = make_session(tmp_path)
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
+                       "interpret": INTERPRET_A})  # fmt: skip
+    (item,) = pairs(tmp_path, 1, settings)
+    question = "The user asks: 'Is the sky noisy?' Which distortion does the plan name?"
+    r = run_answer(settings, vlm, item, question, track)
+    assert {req.role for req in vlm.requests} == asked | {"interpret"}
+    planned = vlm.calls("planner")[0].messages[-1].text
+    assert ("Is the sky noisy?" in planned) and ((question in planned) == (track != "planner"))
+    shown = vlm.calls("interpret")[0].messages[0].text
+    assert ("grain in flat areas" in shown) == (track != "planner")  # the analysis
+    assert bool(r.tools) == (track in ("executor-tool", None))

@@ -26,6 +26,15 @@ def test_mcq_example_with_rules(tmp_path: Path) -> None:
     unanswered = df[df["predicted"].isna()]
     assert (unanswered["error"].str.contains("no evidence")).all()
     assert not unanswered["correct"].any()
+    # each track answered from its component: the plan answers planner questions, the
+    # tool cards executor-tool ones; the whole agent cannot tell them apart
+    isolated = df.groupby("track")["correct"].mean()
+    assert isolated["planner"] == 1.0 and isolated["executor-tool"] == 1.0
+    code, out = invoke("eval-bench", "mcq", ROOT / "examples/mcq/questions.jsonl",
+                       "--out-dir", tmp_path / "whole", "--whole-agent", "-q")  # fmt: skip
+    assert code == 0, out
+    whole = pd.read_csv(tmp_path / "whole" / "answers.csv").groupby("track")["correct"].mean()
+    assert whole["planner"] < 1.0 and whole["executor-tool"] < 1.0
 
 
 def test_synth_small(tmp_path: Path) -> None:

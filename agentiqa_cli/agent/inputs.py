@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from agentiqa_cli.records import Category, Finding, Plan, ToolScore
+from agentiqa_cli.records import Category, Finding, Plan, ToolScore, Track
 from agentiqa_cli.tools.cards import ToolCard
 from agentiqa_cli.vlm.base import RoleInput
 
@@ -186,6 +186,7 @@ class InterpretInput(_Summarizing):
     role: ClassVar[str] = "interpret"
 
     options: dict[str, str]  # letter → text, in display order
+    track: Track | None = None  # the component under test (None: the whole agent)
     candidates: list[str] = Field(default_factory=list)  # tools that could have run
 
     def variables(self) -> dict[str, object]:

@@ -10,6 +10,7 @@ thread so other images' VLM requests proceed meanwhile.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -38,6 +39,7 @@ from agentiqa_cli.records import (
     PlanSwitches,
     Result,
     ToolScore,
+    Track,
     Usage,
     level_of,
 )
@@ -77,9 +79,12 @@ class Agent:
             if (full_reference or c.mode == "NR") and (self.opt.learned_tools or not c.weights)
         ]
 
-    async def plan(self, has_reference: bool, usage: Usage, trace: ImageTrace) -> Plan:
-        """The plan for (query, reference mode): asked once per batch, traced for every image."""
-        query = self.opt.query
+    async def plan(
+        self, has_reference: bool, usage: Usage, trace: ImageTrace, query: str | None = None
+    ) -> Plan:
+        """The plan for (query, reference mode): asked once per batch, traced for every image.
+        ``query`` defaults to the agent's."""
+        query = query or self.opt.query
         inputs = PlannerInput(
             query=query, has_reference=has_reference, tool_names=self.cards.names()
         )
@@ -188,34 +193,54 @@ class Agent:
         )
         return result
 
-    async def answer(self, pair: Pair, options: dict[str, str]) -> Result:
-        """A multiple-choice question about one image (the agent's query is the question):
-        the same evidence as ``assess``, then the interpretation summarizer picks a letter,
-        returned as the result's ``choice``."""
+    async def answer(
+        self, pair: Pair, options: dict[str, str], track: Track | None = None
+    ) -> Result:
+        """A multiple-choice question about one image (the agent's query is the question);
+        the interpretation summarizer picks a letter, returned as the result's ``choice``.
+
+        ``track`` isolates the component under test (seed 000 §4): a planner question is
+        answered from the plan of the user query it quotes, an executor-distortion question
+        from the plan and the distortion analysis, an executor-tool question also from the
+        tools chosen and run, a summarizer question (or ``None``: the whole agent) from
+        everything. Insufficient evidence replans, as in ``assess``."""
         usage = Usage()
         has_ref = pair.reference is not None
-        plan = await self.plan(has_ref, usage, pair.trace)
-        evidence = await self._evidence(pair)
-        findings, scores = await self._measure(plan, pair, evidence, usage)
-        inputs = InterpretInput(
-            query=self.opt.query,
-            has_reference=has_ref,
-            evidence=evidence,
-            show_evidence=self.opt.show_evidence,
-            plan=plan,
-            findings=findings,
-            tool_scores=scores,
-            options=options,
-            candidates=[c.name for c in self.candidates(has_ref)],
-        )
-        reply = await self.ask.interpret(inputs, usage, pair)
+        if track == "planner":
+            plan = await self.plan(has_ref, usage, pair.trace, query=quoted_query(self.opt.query))
+        else:
+            plan = await self.plan(has_ref, usage, pair.trace)
+        evidence = await self._evidence(pair) if track != "planner" else []
+        findings: list[Finding] = []
+        scores: list[ToolScore] = []
+        for round_ in range(MAX_REPLANS + 1):
+            if track == "executor-distortion":
+                findings = await self._examine(widened(plan), pair, evidence, usage)
+            elif track != "planner":
+                findings, scores = await self._measure(plan, pair, evidence, usage)
+            inputs = InterpretInput(
+                query=self.opt.query,
+                has_reference=has_ref,
+                evidence=evidence,
+                show_evidence=self.opt.show_evidence,
+                plan=plan,
+                findings=findings,
+                tool_scores=scores,
+                options=options,
+                track=track,
+                candidates=[c.name for c in self.candidates(has_ref)],
+            )
+            reply = await self.ask.interpret(inputs, usage, pair)
+            if reply.sufficient or round_ == MAX_REPLANS or track == "planner":
+                break
+            plan = await self._replan(plan, pair, reply.quality_reasoning, usage, round_ + 1)
         result = pair.result()
         result.choice = reply.final_answer
         result.answer = f"{reply.final_answer}: {reply.quality_reasoning}"[:300]
         result.distortions = [f for f in findings if f.severity != "none"]
         result.tools = scores
         result.usage = usage
-        _trace_final(pair, result, {"final_answer": reply.final_answer})
+        _trace_final(pair, result, {"final_answer": reply.final_answer, "track": track})
         return result
 
     async def _measure(
@@ -363,6 +388,16 @@ def _trace_final(pair: Pair, result: Result, extra: dict[str, JsonValue]) -> Non
         },
         tokens=result.usage,
     )
+
+
+_QUOTED = re.compile(r"[\"'‘“]([^\"'’”]{3,})[\"'’”]")
+
+
+def quoted_query(question: str) -> str:
+    """The user query a planner question quotes ("The user asks: 'Is it dark?' Which ..."),
+    or the question itself when it quotes none."""
+    m = _QUOTED.search(question)
+    return m.group(1).strip() if m else question
 
 
 def _unanalysed(distortions: dict[str, list[Category]], reason: str) -> list[Finding]:

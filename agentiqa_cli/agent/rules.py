@@ -157,7 +157,7 @@ class RulesVLM:
         return SelectReply(selected_tools=chosen)
 
     def _interpret(self, inputs: InterpretInput) -> InterpretReply:
-        picked = answer_options(inputs)
+        picked = answer_options(inputs, self.cards)
         if picked is None:
             # no guessing: an unsupported question is an unanswered question
             raise VLMError("the rules backend has no evidence that decides this question")
@@ -242,13 +242,19 @@ _CATEGORY_WORDS: dict[str, tuple[str, ...]] = {
 _CLEAN_WORDS = ("no visible distortion", "pristine", "none", "no distortion", "clean")
 
 
-def answer_options(inputs: InterpretInput) -> tuple[str, str] | None:
+def answer_options(inputs: InterpretInput, cards: CardSet) -> tuple[str, str] | None:
     """Pick the option the measured evidence supports, or None when nothing does.
 
     Each option scores the severity of every detected category it names; "no distortion"
     options score when nothing was detected; tool names score when they are the tool this
     backend would run for the detected distortion. Ties or no support give no answer.
     """
+    if inputs.track == "planner":
+        return _pick({k: _plan_points(inputs, t.lower()) for k, t in inputs.options.items()},
+                     f"The plan: {_plan_summary(inputs.plan)}.")  # fmt: skip
+    if inputs.track == "executor-tool":
+        return _pick({k: _tool_points(inputs, t, cards) for k, t in inputs.options.items()},
+                     "The tool cards: mode (full- or no-reference) and strengths.")  # fmt: skip
     findings = [f for f in inputs.findings if f.severity != "none"]
     options = inputs.options
     tools = {s.tool for s in inputs.tool_scores if s.ok and s.distortion}  # the chosen ones
@@ -264,15 +270,98 @@ def answer_options(inputs: InterpretInput) -> tuple[str, str] | None:
         if any(name.lower() == t.strip().lower().replace("-", "_") for name in tools):
             pts = max(pts, 0.5)
         points[letter] = pts
-    best = max(points.values(), default=0.0)
-    winners = [k for k, v in points.items() if v == best]
-    if best <= 0.0 or len(winners) != 1:
-        return None
     why = (
         "; ".join(f"{f.severity} {f.category.lower()}" for f in findings)
         or "no distortion detected"
     )
-    return winners[0], f"Measured evidence: {why}."
+    return _pick(points, f"Measured evidence: {why}.")
+
+
+def _pick(points: dict[str, float], why: str) -> tuple[str, str] | None:
+    """The one best-supported option; ties or no support give no answer."""
+    best = max(points.values(), default=0.0)
+    winners = [k for k, v in points.items() if v == best]
+    if best <= 0.0 or len(winners) != 1:
+        return None
+    return winners[0], why
+
+
+_YES, _NO = re.compile(r"^\s*yes\b"), re.compile(r"^\s*no\b")
+
+
+def _plan_points(inputs: InterpretInput, text: str) -> float:
+    """How well an option states what the plan decided (the planner track)."""
+    plan, question = inputs.plan, inputs.query.lower()
+    fr = plan.reference_mode == "Full-Reference"
+    if "full-reference" in text or "full reference" in text:
+        return float(fr)
+    if "no-reference" in text or "no reference" in text:
+        return float(not fr)
+    if "reference" in question and (_YES.match(text) or _NO.match(text)):
+        return float(bool(_YES.match(text)) == fr)
+    if any(w in text for w in ("explicit", "named")):
+        return float((plan.distortion_source == "explicit") != ("not named" in text))
+    if "inferred" in text:
+        return float(plan.distortion_source == "inferred")
+    if plan.query_scope == "Global":
+        if "global" in text or "whole image" in text:
+            return 1.0
+    elif any(_object_words(o) <= _object_words(text) for o in plan.query_scope):
+        return 1.0
+    planned = {c for cats in (plan.distortions or {}).values() for c in cats}
+    if any(any(w in text for w in _CATEGORY_WORDS[c]) for c in planned):
+        return 1.0
+    return 0.0
+
+
+_NO_REF = re.compile(r"\bno reference\b|\bwithout (?:a |the )?reference\b|\bnot available\b|"
+                     r"\bno (?:pristine|original)\b|\bnot given\b")  # fmt: skip
+
+
+def _card_named(text: str, cards: CardSet) -> ToolCard | None:
+    key = re.sub(r"[\s\-]+", "_", text.strip().lower())
+    return cards.get(key) if key in cards else None
+
+
+def _tool_points(inputs: InterpretInput, text: str, cards: CardSet) -> float:
+    """How well an option fits what the tool cards say (the executor-tool track): a tool
+    that runs in the question's reference mode, better if it is strong for the distortion
+    the question names; "Can X be used?" is yes when X runs in that mode."""
+    question = inputs.query.lower()
+    full_ref = inputs.has_reference and not _NO_REF.search(question)
+    yes, no = _YES.match(text.lower()), _NO.match(text.lower())
+    if yes or no:
+        named = [
+            c for c in cards if re.search(rf"\b{re.escape(c.name)}\b", question.replace("-", "_"))
+        ]
+        if len(named) != 1:
+            return 0.0
+        fits = full_ref or named[0].mode == "NR"
+        return float(bool(yes) == fits)
+    card = _card_named(text, cards)
+    if card is None:
+        return 0.0
+    if full_ref and "reference" in question:
+        pts = float(card.mode == "FR")  # "compares the image with its reference"
+    else:
+        pts = float(card.mode == "NR" if not full_ref else True)
+    wanted = [c for c, words in _CATEGORY_WORDS.items() if any(w in question for w in words)]
+    if pts and any(c in card.distortions for c in wanted):
+        pts += 0.5
+    return pts
+
+
+def _object_words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower())) - {"the", "a", "an", "this", "that"}
+
+
+def _plan_summary(plan: Plan) -> str:
+    scope = "the whole image" if plan.query_scope == "Global" else ", ".join(plan.query_scope)
+    named = ", ".join(c for cats in (plan.distortions or {}).values() for c in cats)
+    return (
+        f"{plan.reference_mode}, about {scope}, distortions "
+        f"{plan.distortion_source}{': ' + named if named else ''}"
+    )
 
 
 def _analysis(found: list[Finding], scopes: list[str]) -> AnalyzeReply:

@@ -22,14 +22,14 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentiqa_cli.bench.mcq_examples import make_example_mcq
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.records import Result
+from agentiqa_cli.records import Result, Track
 
 __all__ = [
     "TRACKS",
@@ -44,8 +44,7 @@ __all__ = [
     "write_mcq_csv",
 ]
 
-TRACKS: tuple[str, ...] = ("planner", "executor-distortion", "executor-tool", "summarizer")
-Track = Literal["planner", "executor-distortion", "executor-tool", "summarizer"]
+TRACKS: tuple[Track, ...] = get_args(Track)
 MAX_ERRORS_SHOWN = 20
 
 

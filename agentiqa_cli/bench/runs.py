@@ -129,15 +129,19 @@ async def run_synth(
     return evaluate_synth(rows, predictions, findings)
 
 
-async def run_mcq(bench: Bench, questions: Sequence[MCQuestion]) -> MCQReport:
-    """Every question through the agent, its question as the query; unanswered questions
-    (no evidence decides them, a VLM failure) are error rows, counted wrong with the reason."""
+async def run_mcq(
+    bench: Bench, questions: Sequence[MCQuestion], whole_agent: bool = False
+) -> MCQReport:
+    """Every question through the agent, its question as the query, each track answered
+    from the component it tests (``whole_agent``: every track from the whole agent);
+    unanswered questions (no evidence decides them, a VLM failure) are error rows, counted
+    wrong with the reason."""
     by_id = {q.id: q for q in questions}
     agents = {q.question: await bench.rt.agent(q.question) for q in questions}
 
     async def answer(pair: Pair) -> Result:
         q = by_id[pair.job.tag]
-        return await agents[q.question].answer(pair, q.options)
+        return await agents[q.question].answer(pair, q.options, None if whole_agent else q.track)
 
     items = [q.item() for q in questions]
     rows = await bench.run("mcq", items, answer, "mcq", refs=True)

@@ -152,6 +152,14 @@ def mcq(
         ),
     ] = None,
     out_dir: OutDir = Path("eval-mcq"),
+    whole_agent: Annotated[
+        bool,
+        typer.Option(
+            "--whole-agent",
+            help="Answer every track from the whole agent (default: each track from the "
+            "component it tests, as seed 000 §4 evaluates them).",
+        ),
+    ] = False,
 ) -> None:
     """Multiple-choice accuracy per track (planner, executor-distortion, executor-tool, summarizer)."""
     from agentiqa_cli.bench.mcq import load_mcq, make_example_mcq, write_mcq_csv
@@ -169,7 +177,7 @@ def mcq(
 
     async def main(b: Bench) -> MCQReport:
         note_backend(b.rt, opts.quiet)
-        return await run_mcq(b, qs)
+        return await run_mcq(b, qs, whole_agent)
 
     report = _bench(settings, out_dir / "trace.jsonl", len(qs), "eval-bench mcq", opts.quiet, main)
     write_mcq_csv(report, out_dir / "answers.csv")
