@@ -439,3 +439,124 @@ def test_schema_problems_catch_unbounded_or_unsupported_schemas(
     schema: dict[str, Any], problem: str
 ) -> None:
     assert any(problem in p for p in schema_problems(schema, directives=True))
+
+
+# -- shared fragments ------------------------------------------------------------------------
+
+# The analyze prompt as rendered before its rules moved into fragments (byte for byte).
+ANALYZE_SYSTEM = """\
+You are an expert in analysing image distortions. For every scope and every
+distortion listed below, judge how strongly it shows and what it does to the image.
+Reply with one JSON object:
+{"distortion_analysis": {"<scope>": [{"type": "<category>", "severity": "<severity>",
+"explanation": "<one sentence>"}, ...]}}.
+
+Distortions to analyse ("Global" means the whole image):
+- the bird: Blurs, Sharpness
+- Global: Noise
+
+Rules:
+1. Analyse exactly the listed distortions, in the listed order, keeping the user's
+   question in mind.
+2. severity is one of: none, slight, moderate, severe, extreme. Use "none" when a distortion
+   is not visible or barely visible.
+3. explanation is one short sentence (at most 200 characters) about the visible
+   effect on quality; say nothing about content that is not about quality.
+4. Two images are attached: the first is the one to assess, the second its pristine
+   reference. Judge the first against the second.
+
+Objective measurements computed from the pixels (quality 1 = bad ... 5 = excellent).
+Use them as hints; where they disagree with what you see, trust your eyes:
+- noise_sigma: sigma 0.031 (moderate) (quality 2.40)
+- blur_effect: blur effect 0.41"""
+
+
+def test_fragments_render_the_prompts_as_before(prompts: dict[str, PromptSpec]) -> None:
+    system, user = prompts["analyze"].render(**VARS)
+    assert system.text == ANALYZE_SYSTEM
+    assert user.text == "User's query: Is the bird in focus?\nThe images are attached."
+    assert prompts["analyze"].fragments == ("evidence.j2", "looking.j2", "plan.j2")
+
+
+def test_a_shared_rule_is_written_once_and_reaches_every_prompt_that_uses_it(
+    prompts: dict[str, PromptSpec],
+) -> None:
+    rule = '"Global" means the whole\n   image; any other name means that object or region only.'
+    hints = "Use them as hints; where they disagree with what you see, trust your eyes:"
+    for role in ("detect", "examine"):
+        text = prompts[role].render(**VARS)[0].text
+        assert f"1. Examine each scope on its own: the bird; Global. {rule}" in text
+        assert f"{hints}\n- noise_sigma: sigma 0.031 (moderate) (quality 2.40)\n" in text
+    for path in PROMPTS_DIR.glob("*.yaml"):
+        assert "trust your eyes" not in path.read_text(encoding="utf-8"), path.name
+        assert "Examine each scope" not in path.read_text(encoding="utf-8"), path.name
+    for role in ("summarize", "interpret"):
+        text = prompts[role].render(**VARS)[0].text
+        assert "Signal measurements:\n- noise_sigma: sigma 0.031 (moderate) (quality 2.40)\n" in (
+            text
+        )
+        assert "- the bird: Blurs is slight. Soft feathers." in text
+
+
+def _copy_prompts(tmp_path: Path) -> Path:
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    for path in PROMPTS_DIR.glob("*.yaml"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    return folder
+
+
+def test_a_user_folder_uses_shipped_fragments_or_overrides_them(
+    tmp_path: Path, prompts: dict[str, PromptSpec]
+) -> None:
+    folder = _copy_prompts(tmp_path)
+    copied = load_prompts(folder)
+    assert {r: copied[r].fingerprint for r in ROLES} == {r: prompts[r].fingerprint for r in ROLES}
+    own = folder / "_fragments"
+    own.mkdir()
+    shipped = (PROMPTS_DIR / "_fragments" / "looking.j2").read_text(encoding="utf-8")
+    changed = shipped.replace("Examine each scope on its own", "Look at each scope alone")
+    assert changed != shipped
+    (own / "looking.j2").write_text(changed, encoding="utf-8")
+    mine = load_prompts(folder)
+    assert "1. Look at each scope alone: the bird; Global." in mine["detect"].render(**VARS)[0].text
+    # a fragment change changes the fingerprint of exactly the prompts that use it
+    for role in ROLES:
+        uses = "looking.j2" in prompts[role].fragments
+        assert (mine[role].fingerprint != prompts[role].fingerprint) == uses, role
+    assert {r for r in ROLES if "looking.j2" in prompts[r].fragments} == {
+        "detect",
+        "analyze",
+        "examine",
+    }
+    assert mine["detect"].sha256 != copied["detect"].sha256
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ('{% import "nowhere.j2" as x %}{{ query }}', "fragment not found: nowhere.j2"),
+        ('{% include "../detect.yaml" %}', "fragment not found"),
+        ('{% include "/etc/passwd" %}', "fragment not found"),
+        ('{% include "outside.j2" %}', "fragment not found: outside.j2"),
+        ('{% include "uses_colour.j2" %}', "undeclared variables: colour"),
+        ("{% include query %}", "literal"),
+    ],
+)
+def test_fragments_come_only_from_the_fragment_folders(
+    tmp_path: Path, template: str, message: str
+) -> None:
+    folder = _copy_prompts(tmp_path)
+    own = folder / "_fragments"
+    own.mkdir()
+    (own / "uses_colour.j2").write_text("{{ colour }}", encoding="utf-8")
+    (tmp_path / "outside.j2").write_text("secret", encoding="utf-8")
+    (own / "outside.j2").symlink_to(tmp_path / "outside.j2")
+    data = yaml.safe_load((folder / "planner.yaml").read_text(encoding="utf-8"))
+    (folder / "planner.yaml").write_text(
+        yaml.safe_dump({**data, "user": template}, sort_keys=False), encoding="utf-8"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_prompts(folder)
+    assert "planner.yaml" in str(info.value) and "field user" in str(info.value)
+    assert message in str(info.value)
