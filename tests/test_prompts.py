@@ -9,9 +9,9 @@ import pytest
 import yaml
 from annotated_types import MaxLen
 from jinja2.exceptions import SecurityError
+from pydantic import BaseModel
 
 from agentiqa_cli.agent.prompts import (
-    REPLY_MODELS,
     ROLES,
     PromptSpec,
     load_prompt,
@@ -20,8 +20,16 @@ from agentiqa_cli.agent.prompts import (
     prompt_versions,
     render,
 )
-from agentiqa_cli.agent.replies import AnalysisItem, InterpretReply, ScoreReply
-from agentiqa_cli.agent.schemas import schema_problems
+from agentiqa_cli.agent.replies import (
+    REPLY_MODELS,
+    AnalysisItem,
+    AnalyzeReply,
+    ExamineItem,
+    ExamineReply,
+    InterpretReply,
+    ScoreReply,
+)
+from agentiqa_cli.agent.schemas import reply_schema, schema_problems
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.records import CATEGORIES, ToolScore
 from agentiqa_cli.resources import default_prompts_dir
@@ -253,13 +261,13 @@ def _max_length(schema: Any, prop: str) -> int | None:
     ("role", "model", "field"),
     [
         ("analyze", AnalysisItem, "explanation"),
-        ("examine", AnalysisItem, "explanation"),
+        ("examine", ExamineItem, "explanation"),
         ("summarize", ScoreReply, "answer"),
         ("summarize", ScoreReply, "reasoning"),
         ("interpret", InterpretReply, "quality_reasoning"),
     ],
 )
-def test_string_limits_match_the_reply_models(
+def test_string_limits_match_the_reply_models_and_the_prompt_text(
     prompts: dict[str, PromptSpec], role: str, model: Any, field: str
 ) -> None:
     spec = prompts[role]
@@ -268,6 +276,52 @@ def test_string_limits_match_the_reply_models(
         m.max_length for m in model.model_fields[field].metadata if isinstance(m, MaxLen)
     )
     assert limit == pydantic_limit
+    text = " ".join(spec.render(**VARS)[0].text.split())
+    assert f"at most {limit} characters" in text
+
+
+def test_decoding_bounds_come_from_the_reply_models(prompts: dict[str, PromptSpec]) -> None:
+    detect = prompts["detect"].schema_for(scopes=["Global"])["properties"]["distortion_set"]
+    assert detect["required"] == ["Global"]
+    assert detect["properties"]["Global"]["maxItems"] == 7
+    examine = prompts["examine"].schema_for(scopes=["a"])["properties"]["distortion_analysis"]
+    item = examine["properties"]["a"]["items"]
+    assert examine["properties"]["a"]["maxItems"] == 7
+    assert item["properties"]["severity"]["enum"] == ["slight", "moderate", "severe", "extreme"]
+    plan = prompts["planner"].schema_for(tool_names=["psnr"])["properties"]
+    scope_list = next(b for b in plan["query_scope"]["anyOf"] if b.get("type") == "array")
+    assert (scope_list["minItems"], scope_list["maxItems"]) == (1, 4)
+    assert (scope_list["items"]["minLength"], scope_list["items"]["maxLength"]) == (1, 40)
+    mapping = next(b for b in plan["distortions"]["anyOf"] if b.get("type") == "object")
+    assert (mapping["minProperties"], mapping["maxProperties"]) == (1, 4)
+    [(pattern, cats)] = mapping["patternProperties"].items()
+    assert pattern == "^[A-Za-z0-9][A-Za-z0-9 ',_-]{0,39}$" and cats["maxItems"] == 7
+    tools = next(b for b in plan["required_tools"]["anyOf"] if b.get("type") == "array")
+    assert tools["items"]["enum"] == ["psnr"] and tools["maxItems"] == 4
+
+
+def test_an_unbounded_reply_model_is_refused() -> None:
+    class Loose(BaseModel):
+        note: str
+        tags: list[str]
+
+    assert schema_problems(reply_schema(Loose), directives=True) == [
+        "$.note: string without maxLength",
+        "$.tags: array without maxItems",
+        "$.tags.items: string without maxLength",
+    ]
+
+    class OpenMapping(BaseModel):
+        by_name: dict[str, bool]
+
+    with pytest.raises(TypeError, match="keys_from"):
+        reply_schema(OpenMapping)
+
+
+def test_what_examine_may_generate_is_an_analysis(prompts: dict[str, PromptSpec]) -> None:
+    """examine is decoded with ExamineReply and read as an AnalyzeReply by the pipeline."""
+    example = ExamineReply.model_validate(prompts["examine"].example)
+    assert AnalyzeReply.model_validate(example.model_dump()).model_dump() == example.model_dump()
 
 
 def test_dynamic_enums_constrain_the_reply(prompts: dict[str, PromptSpec]) -> None:
@@ -343,39 +397,8 @@ def _write(tmp_path: Path, role: str, **changes: Any) -> Path:
         ("detect", {"system": "{{ qeury }}"}, "system", "undeclared variables: qeury"),
         ("detect", {"user": "{% if query %}"}, "user", "syntax"),
         ("detect", {"version": "v1"}, "version", "semver"),
-        (
-            "summarize",
-            {
-                "schema": {
-                    **_yaml("summarize")["schema"],
-                    "properties": {
-                        **_yaml("summarize")["schema"]["properties"],
-                        "answer": {"type": "string"},
-                    },
-                }
-            },
-            "schema",
-            "string without maxLength",
-        ),
-        (
-            "detect",
-            {
-                "schema": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "distortion_set": {
-                            "type": "array",
-                            "maxItems": 2,
-                            "uniqueItems": True,
-                            "items": {"enum": ["a"]},
-                        }
-                    },
-                }
-            },
-            "schema",
-            "unsupported keyword 'uniqueItems'",
-        ),
+        ("summarize", {"schema": {"type": "object"}}, "", "comes from its reply model"),
+        ("detect", {"name": "spotter"}, "name", "no role named 'spotter'"),
         ("interpret", {"example": {"final_answer": "Z", "quality_reasoning": "r"}}, "", "example"),
         ("detect", {"defaults": {"nope": 1}}, "defaults", "undeclared inputs: nope"),
     ],

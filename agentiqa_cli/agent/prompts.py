@@ -1,8 +1,9 @@
 """Prompts: one YAML file per role, rendered in a Jinja2 sandbox, each with a bounded schema.
 
-A prompt file holds data only: templates, the output JSON schema used for constrained
-decoding (with the run-time directives of ``agent/schemas.py``), and an example reply
-that loading checks against the role's reply model.
+A prompt file holds data only: templates, token limits, and an example reply that
+loading checks against the role's reply model. The output schema used for constrained
+decoding is not in the file: it is derived from the reply model (``agent/replies.py``),
+and templates quote its string limits as ``limits.<property>``.
 
 Text shared by several prompts (a rule, the way evidence is listed) is written once, as a
 Jinja macro in a fragment file ``_fragments/<name>.j2`` beside the prompts, and imported
@@ -13,6 +14,7 @@ imports it.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -37,46 +39,18 @@ from pydantic import (
     model_validator,
 )
 
-from agentiqa_cli.agent.replies import (
-    AnalyzeReply,
-    DetectReply,
-    InterpretReply,
-    ScoreReply,
-    SelectReply,
-)
+from agentiqa_cli.agent.replies import OPTION_LETTERS, REPLY_MODELS, REPLY_SCHEMAS
 from agentiqa_cli.agent.schemas import (
     BUILTIN_VALUES,
     dynamic_names,
     expand_schema,
-    schema_problems,
+    string_limits,
 )
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.records import Plan
 from agentiqa_cli.resources import default_prompts_dir
 from agentiqa_cli.vlm.base import ImagePart, Message
 
-ROLES: tuple[str, ...] = (
-    "planner",
-    "detect",
-    "analyze",
-    "examine",
-    "select",
-    "summarize",
-    "interpret",
-)
-
-# The reply model each shipped role's output is validated into.
-REPLY_MODELS: dict[str, type[BaseModel]] = {
-    "planner": Plan,
-    "detect": DetectReply,
-    "analyze": AnalyzeReply,
-    "examine": AnalyzeReply,
-    "select": SelectReply,
-    "summarize": ScoreReply,
-    "interpret": InterpretReply,
-}
-
-OPTION_LETTERS = "ABCDEF"  # InterpretReply.final_answer's alphabet
+ROLES: tuple[str, ...] = tuple(REPLY_MODELS)
 
 # Optional template sections leave blank lines behind when they are skipped.
 _BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*){2,}")
@@ -140,6 +114,8 @@ def make_env(fragments: Sequence[Path] = ()) -> SandboxedEnvironment:
     )
     env.globals.update({k: list(v) for k, v in BUILTIN_VALUES.items()})
     env.globals["option_letters"] = OPTION_LETTERS
+    # the reply models' string limits, so a prompt quotes the limit the decoder enforces
+    env.globals["limits"] = string_limits(REPLY_SCHEMAS.values())
     env.filters["json"] = _to_json
     return env
 
@@ -182,7 +158,7 @@ def _fragment_digest(env: SandboxedEnvironment, names: Iterable[str]) -> str:
 class PromptSpec(BaseModel):
     """One role's prompt, as loaded from ``prompts/<name>.yaml``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     version: int | str
@@ -191,7 +167,6 @@ class PromptSpec(BaseModel):
     defaults: dict[str, Any] = Field(default_factory=dict)
     system: str = Field(min_length=1)
     user: str = Field(min_length=1)
-    output_schema: dict[str, Any] = Field(alias="schema")
     example: dict[str, Any]
     example_vars: dict[str, Any] = Field(
         default_factory=dict, description="schema_for arguments the example was written for"
@@ -203,6 +178,23 @@ class PromptSpec(BaseModel):
     _templates: dict[str, Any] = PrivateAttr(default_factory=dict)
     _fragments: tuple[str, ...] = PrivateAttr(())
     _fragments_sha256: str = PrivateAttr("")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_schema(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "schema" in data:
+            raise ValueError(
+                "'schema' is not read from prompt files: a role's output schema comes from "
+                "its reply model (agentiqa_cli/agent/replies.py); delete the key"
+            )
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _role(cls, v: str) -> str:
+        if v not in REPLY_MODELS:
+            raise ValueError(f"no role named {v!r}; the roles are {', '.join(REPLY_MODELS)}")
+        return v
 
     @field_validator("version")
     @classmethod
@@ -240,28 +232,9 @@ class PromptSpec(BaseModel):
             raise ValueError(f"template uses undeclared variables: {', '.join(unknown)}")
         return v
 
-    @field_validator("output_schema")
-    @classmethod
-    def _schema(cls, v: dict[str, Any]) -> dict[str, Any]:
-        problems = schema_problems(v, directives=True)
-        if problems:
-            raise ValueError("; ".join(problems[:3]))
-        return v
-
     @model_validator(mode="after")
     def _example_fits_reply(self) -> PromptSpec:
-        model = REPLY_MODELS.get(self.name)
-        if model is None:
-            return self
-        props = self.output_schema.get("properties", {})
-        wanted = {n for n, f in model.model_fields.items() if f.is_required()}
-        missing = sorted(wanted - set(props))
-        extra = sorted(set(props) - set(model.model_fields))
-        if missing or extra:
-            raise ValueError(
-                f"schema properties disagree with {model.__name__}: "
-                f"missing {missing or '-'}, unknown {extra or '-'}"
-            )
+        model = REPLY_MODELS[self.name]
         try:
             model.model_validate(self.example)
         except ValidationError as e:
@@ -282,10 +255,11 @@ class PromptSpec(BaseModel):
 
     @property
     def sha256(self) -> str:
-        """Hash of the file the prompt was loaded from (of its content if built in code)
-        and of the fragments it uses."""
+        """Hash of the file the prompt was loaded from (of its content if built in code),
+        of the fragments it uses and of its output schema."""
         own = self._sha256 or hashlib.sha256(self.model_dump_json().encode()).hexdigest()
-        return hashlib.sha256(f"{own}:{self._fragments_sha256}".encode()).hexdigest()
+        schema = json.dumps(self.output_schema, sort_keys=True)
+        return hashlib.sha256(f"{own}:{self._fragments_sha256}:{schema}".encode()).hexdigest()
 
     @property
     def fragments(self) -> tuple[str, ...]:
@@ -301,6 +275,11 @@ class PromptSpec(BaseModel):
         return REPLY_MODELS.get(self.name)
 
     # -- schema -----------------------------------------------------------------------
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        """The role's output schema with run-time directives, from its reply model."""
+        return copy.deepcopy(REPLY_SCHEMAS[self.name])
 
     @property
     def dynamic_names(self) -> set[str]:
