@@ -54,10 +54,12 @@ class Session:
         return pair(discover(paths, self.settings.recursive), ref)
 
     def score_cards(self, has_reference: bool) -> list[ToolCard]:
-        from agentiqa_cli.tools.defaults import DEFAULT_FR_TOOLS, DEFAULT_NR_TOOLS
-
-        names = self.settings.tools or (DEFAULT_FR_TOOLS if has_reference else DEFAULT_NR_TOOLS)
-        cards = self.cards.resolve(names)
+        tools = self.settings.tools
+        cards = self.cards.resolve(tools) if tools else self.cards.default_set(has_reference)
+        if not cards:
+            raise ConfigError(
+                "no tool card is a default for this mode (default_order): use --tools"
+            )
         if not has_reference:
             fr = [c.name for c in cards if c.mode == "FR"]
             if fr:
@@ -87,14 +89,13 @@ class Session:
 
     def agent(self, trace: TraceWriter, query: str | None = None) -> Any:
         from agentiqa_cli.agent.pipeline import Agent, AgentOptions
-        from agentiqa_cli.tools.defaults import DEFAULT_FR_TOOLS, DEFAULT_NR_TOOLS
 
         query = query or self.settings.query
         options = AgentOptions(
             query=query,
             learned_tools=self.settings.learned_tools,
-            default_nr=self.settings.tools or DEFAULT_NR_TOOLS,
-            default_fr=self.settings.tools or DEFAULT_FR_TOOLS,
+            default_nr=self.settings.tools or [c.name for c in self.cards.default_set(False)],
+            default_fr=self.settings.tools or [c.name for c in self.cards.default_set(True)],
         )
         return Agent(self.asker(trace, query), self.cards, self.runner, options)
 

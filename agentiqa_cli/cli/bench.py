@@ -303,9 +303,8 @@ def run_synth(
     )
     rows = load_manifest(manifest)
     items = synth_items(rows, with_reference=False)
-    from agentiqa_cli.tools.defaults import DEFAULT_NR_TOOLS
-
-    names = tool_names or list(DEFAULT_NR_TOOLS)
+    default_nr = [c.name for c in session.cards.default_set(has_reference=False)]
+    names = tool_names or default_nr
     trace = TraceWriter(out_dir / "trace.jsonl")
     reporter = ui.Reporter(len(items) * (len(names) + int(assess)), "eval-bench synth", quiet)
     store: dict[str, Any] = {}
@@ -325,8 +324,8 @@ def run_synth(
                 )
             preds[card.name] = tool_method(session.runner, card, on_item=tick)(items)
     # `agentiqa score`'s default: the plain mean of the default no-reference set
-    if all(n in preds for n in DEFAULT_NR_TOOLS):
-        cols = [preds[n] for n in DEFAULT_NR_TOOLS]
+    if default_nr and all(n in preds for n in default_nr):
+        cols = [preds[n] for n in default_nr]
         preds["score (default set)"] = [
             None if any(v is None for v in row) else sum(row) / len(row)
             for row in zip(*cols, strict=True)

@@ -52,6 +52,12 @@ class ToolCard(BaseModel):
     paper: str = ""
     in_seed: bool = Field(False, description="one of the 28 tools of seed 000 App. A.3")
     notes: str = ""
+    default_order: int | None = Field(
+        None,
+        ge=1,
+        description="place in the default tool set of its mode (`score` without --tools, the "
+        "agent's fallback tools), 1 first; absent: not a default",
+    )
 
     @field_validator("raw_range")
     @classmethod
@@ -78,6 +84,11 @@ class ToolCard(BaseModel):
     def calibrated(self) -> bool:
         return self.logistic is not None
 
+    @property
+    def category(self) -> Category | None:
+        """The category a detector's findings report: the first of ``distortions``."""
+        return self.distortions[0] if self.distortions else None
+
 
 class CardSet:
     """All tool cards of a run, by name, with their file hashes for the trace."""
@@ -85,6 +96,15 @@ class CardSet:
     def __init__(self, cards: Iterable[ToolCard], hashes: dict[str, str] | None = None):
         self._cards = {c.name: c for c in cards}
         self.hashes = hashes or {}
+        seen: dict[tuple[str, int], str] = {}
+        for c in self:
+            if c.default_order is not None:
+                other = seen.setdefault((c.mode, c.default_order), c.name)
+                if other != c.name:
+                    raise ConfigError(
+                        f"tool cards {other} and {c.name} both have default_order "
+                        f"{c.default_order} for {c.mode} tools"
+                    )
 
     def __iter__(self) -> Iterator[ToolCard]:
         return iter(self._cards.values())
@@ -108,6 +128,24 @@ class CardSet:
 
     def resolve(self, names: Iterable[str]) -> list[ToolCard]:
         return [self.get(n.strip()) for n in names if n.strip()]
+
+    def default_set(self, has_reference: bool) -> list[ToolCard]:
+        """The tools ``score`` runs without --tools (FR ones with a reference, else NR), in
+        ``default_order``; possibly empty for a user's card folder.
+
+        The shipped NR set was chosen with scripts/quality_check.py: the built-in detectors,
+        one per distortion family, each saturating at 5 on clean photos so that a detector
+        with nothing to see does not drag the mean down. PIQE is left out: it ranks worse
+        on the synthetic check and pyiqa ships it under a non-commercial licence.
+        """
+        mode = "FR" if has_reference else "NR"
+        chosen = [c for c in self if c.mode == mode and c.default_order is not None]
+        return sorted(chosen, key=lambda c: c.default_order or 0)
+
+    def weight_free(self, mode: Mode = "NR") -> list[ToolCard]:
+        """Every ``mode`` tool that runs without downloaded weights: the default set first."""
+        free = [c for c in self if c.mode == mode and not c.weights]
+        return sorted(free, key=lambda c: (c.default_order is None, c.default_order or 0, c.name))
 
     def with_overlay(self, overlay: dict[str, Logistic]) -> CardSet:
         """A copy with calibrated logistic parameters replacing the cards' own."""
