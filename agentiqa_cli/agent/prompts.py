@@ -18,7 +18,7 @@ import copy
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -270,10 +270,6 @@ class PromptSpec(BaseModel):
     def fingerprint(self) -> str:
         return f"{self.name}@{self.version}#{self.sha256[:12]}"
 
-    @property
-    def reply_model(self) -> type[BaseModel] | None:
-        return REPLY_MODELS.get(self.name)
-
     # -- schema -----------------------------------------------------------------------
 
     @property
@@ -321,10 +317,6 @@ class PromptSpec(BaseModel):
             Message(role="system", text=texts["system"]),
             Message(role="user", text=texts["user"], images=list(images)),
         ]
-
-
-def render(spec: PromptSpec, images: Sequence[ImagePart] = (), **variables: Any) -> list[Message]:
-    return spec.render(images, **variables)
 
 
 def option_letters(n: int) -> list[str]:
@@ -379,11 +371,3 @@ def load_prompts(folder: Path, required: Iterable[str] = ROLES) -> dict[str, Pro
     if missing:
         raise ConfigError(f"{folder}: missing prompts for roles: {', '.join(missing)}")
     return prompts
-
-
-def prompt_versions(prompts: Mapping[str, PromptSpec]) -> dict[str, dict[str, str]]:
-    """``{name: {version, sha256}}`` for the run trace header."""
-    return {
-        name: {"version": str(spec.version), "sha256": spec.sha256[:16]}
-        for name, spec in sorted(prompts.items())
-    }

@@ -381,11 +381,6 @@ class Asker:
             )
         )
 
-    def trace_note(self, pair: Pair, step: str, parsed: Any, note: str) -> None:
-        self.trace.emit(
-            TraceEvent(step=step, image=pair.job.name, key=pair.key, parsed=parsed, note=note)
-        )
-
     def trace_final(self, pair: Pair, result: Result, extra: dict[str, Any]) -> None:
         self.trace.emit(
             TraceEvent(
