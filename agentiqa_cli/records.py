@@ -6,7 +6,8 @@ CSV rows and JSONL trace lines are produced from these models and nothing else.
 from __future__ import annotations
 
 import math
-from typing import Literal, get_args
+from dataclasses import dataclass
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -14,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 Level = Literal["bad", "poor", "fair", "good", "excellent"]
 LEVELS: tuple[Level, ...] = get_args(Level)
 
-Severity = Literal["none", "slight", "moderate", "severe", "extreme"]
-SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+PresentSeverity = Literal["slight", "moderate", "severe", "extreme"]
+Severity = Literal["none", PresentSeverity]
+SEVERITIES: tuple[Severity, ...] = ("none", *get_args(PresentSeverity))
 
 # Seed 000 Appendix A.2: the executor's valid distortion categories.
 Category = Literal[
@@ -41,6 +43,28 @@ def level_of(score: float) -> Level:
     return LEVELS[min(4, max(0, math.floor(score + 0.5) - 1))]
 
 
+@dataclass(frozen=True)
+class Decode:
+    """Bounds a field gets when a VLM generates it under constrained decoding.
+
+    Validation ignores them; ``agent.schemas.reply_schema`` turns a reply model with these
+    annotations into its output schema. ``*_from`` name a value known only at run time
+    (``agent/schemas.py``): ``enum_from`` a string that is one of its values, ``keys_from``
+    a mapping with exactly one key per value, ``items_from`` a list with one item per value.
+    ``min_items``/``max_items`` bound a list's items or a mapping's keys; ``key_pattern``
+    is the regex every key of a mapping matches.
+    """
+
+    enum_from: str | None = None
+    keys_from: str | None = None
+    items_from: str | None = None
+    key_pattern: str | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+
+
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -52,15 +76,24 @@ class PlanSwitches(Record):
     tool_execute: bool
 
 
+# What the planner may generate: at most 4 objects with names of 1-40 characters, at most
+# 7 categories for each, at most 4 tools named by the run (``Decode``: decoding-only bounds;
+# the rules planner keeps to the same limits).
+_ScopeName = Annotated[str, Decode(min_length=1, max_length=40)]
+_ScopeKeys = Decode(key_pattern=r"^[A-Za-z0-9][A-Za-z0-9 ',_-]{0,39}$", min_items=1, max_items=4)
+_PlanCategories = Annotated[list[Category], Decode(min_items=1, max_items=len(CATEGORIES))]
+_ToolName = Annotated[str, Decode(enum_from="tool_names")]
+
+
 class Plan(Record):
     """The planner's output (seed 000 §3.1, Appendix A.2)."""
 
     query_type: Literal["IQA", "Other"]
-    query_scope: list[str] | Literal["Global"]
+    query_scope: Annotated[list[_ScopeName], Decode(min_items=1, max_items=4)] | Literal["Global"]
     distortion_source: Literal["explicit", "inferred"]
-    distortions: dict[str, list[Category]] | None = None
+    distortions: Annotated[dict[str, _PlanCategories], _ScopeKeys] | None = None
     reference_mode: Literal["Full-Reference", "No-Reference"]
-    required_tools: list[str] | None = None
+    required_tools: Annotated[list[_ToolName], Decode(min_items=1, max_items=4)] | None = None
     plan: PlanSwitches
 
     @property

@@ -39,7 +39,6 @@ from agentiqa_cli.records import Result, TraceEvent
 from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
 from agentiqa_cli.scoring import ToolScorer
 from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
-from agentiqa_cli.tools.defaults import DEFAULT_FR_TOOLS, DEFAULT_NR_TOOLS
 from agentiqa_cli.tools.runner import ToolRunner
 from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
 
@@ -124,8 +123,12 @@ class Runtime:
 
     # -- score --------------------------------------------------------------------------------
     def score_cards(self, has_reference: bool) -> list[ToolCard]:
-        names = self.settings.tools or (DEFAULT_FR_TOOLS if has_reference else DEFAULT_NR_TOOLS)
-        cards = self.cards.resolve(names)
+        tools = self.settings.tools
+        cards = self.cards.resolve(tools) if tools else self.cards.default_set(has_reference)
+        if not cards:
+            raise ConfigError(
+                "no tool card is a default for this mode (default_order): use --tools"
+            )
         if not has_reference:
             fr = [c.name for c in cards if c.mode == "FR"]
             if fr:
@@ -186,8 +189,8 @@ class Runtime:
         options = AgentOptions(
             query=query or self.settings.query,
             learned_tools=self.settings.learned_tools,
-            default_nr=self.settings.tools or DEFAULT_NR_TOOLS,
-            default_fr=self.settings.tools or DEFAULT_FR_TOOLS,
+            default_nr=self.settings.tools or [c.name for c in self.cards.default_set(False)],
+            default_fr=self.settings.tools or [c.name for c in self.cards.default_set(True)],
             fusion=self.settings.fusion,
             show_evidence=self.settings.evidence,
         )

@@ -97,9 +97,11 @@ def bench_score(n: int) -> None:
     )
     print(f"speed-up       : {t_pyiqa / t_ours:.2f}× (agentiqa over pyiqa's CLI)")
 
-    from agentiqa_cli.tools.defaults import DEFAULT_NR_TOOLS
+    from agentiqa_cli.resources import default_cards_dir
+    from agentiqa_cli.tools.cards import load_cards
 
-    header(f"2. score, default no-reference set ({', '.join(DEFAULT_NR_TOOLS)}), same {n} images")
+    default_nr = [c.name for c in load_cards(default_cards_dir()).default_set(False)]
+    header(f"2. score, default no-reference set ({', '.join(default_nr)}), same {n} images")
     t_nr, r = timed([agentiqa, "score", str(dist), "-o", str(WORK / "nr.csv"), "-q", "-j", "2"])
     if r.returncode not in (0, 1):
         print(r.stderr[-2000:])
@@ -264,9 +266,11 @@ def bench_synth() -> None:
 
     clean = WORK / "clean"
     write_bundled_photos(clean)
-    from agentiqa_cli.tools.defaults import WEIGHT_FREE_NR
+    from agentiqa_cli.resources import default_cards_dir
+    from agentiqa_cli.tools.cards import load_cards
 
-    t, r = timed([str(BIN / "agentiqa"), "eval-bench", "synth", str(clean), "--tools", ",".join(WEIGHT_FREE_NR),
+    weight_free = [c.name for c in load_cards(default_cards_dir()).weight_free("NR")]
+    t, r = timed([str(BIN / "agentiqa"), "eval-bench", "synth", str(clean), "--tools", ",".join(weight_free),
                   "--out-dir", str(WORK / "synth"), "-q"], env={**os.environ, "COLUMNS": "200"})  # fmt: skip
     print(r.stdout)
     if r.returncode != 0:

@@ -32,7 +32,7 @@ from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.runtime import Runtime
-from agentiqa_cli.tools.cards import ToolCard, load_cards
+from agentiqa_cli.tools.cards import Logistic, ToolCard, load_cards, write_card_logistic
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,25 +42,14 @@ def uncalibrated_weight_free() -> list[str]:
     return [c.name for c in cards if c.backend == "pyiqa" and not c.weights and not c.calibrated]
 
 
-def set_logistic(card_path: Path, params: list[float], source: str) -> None:
-    """Replace the card's ``logistic:`` entry, leaving the rest of the file as written."""
-    text = card_path.read_text(encoding="utf-8")
-    block = (
-        "logistic:\n"
-        f"  params: [{', '.join(f'{p:.6g}' for p in params)}]\n"
-        f"  source: >-\n    {source}\n"
-    )
-    new, n = re.subn(r"^logistic:.*?(?=^\w)", block, text, count=1, flags=re.S | re.M)
-    if n != 1:
-        raise SystemExit(f"{card_path}: no logistic entry to replace")
-    new = re.sub(
+def calibrated_notes(notes: str) -> str:
+    return re.sub(
         r"Not in Table 5: uncalibrated.*?\.(?=\s|$)",
         "Not in Table 5: calibrated on synthetic data (see logistic.source).",
-        new,
+        notes,
         count=1,
         flags=re.S,
     )
-    card_path.write_text(new, encoding="utf-8")
 
 
 async def _raw_rows(items: list[Item], cards: list[ToolCard]) -> list[Result]:
@@ -109,7 +98,11 @@ def main() -> None:
                 f"{args.size} px, seed 0; pseudo-MOS 5 - 0.8*level; monotone logistic (b4 = 0); "
                 f"raw SRCC {srcc:+.2f}"
             )
-            set_logistic(default_cards_dir() / f"{card.name}.yaml", params, source)
+            write_card_logistic(
+                default_cards_dir() / f"{card.name}.yaml",
+                Logistic(params=params, source=source),
+                notes=calibrated_notes(card.notes),
+            )
 
 
 if __name__ == "__main__":

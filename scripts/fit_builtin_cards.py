@@ -17,15 +17,11 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from agentiqa_cli.bench.builtin_fit import COLOUR_ONLY, TARGETS, fit_detector, read_items
 from agentiqa_cli.bench.synth import KINDS, PHOTOS, generate, sample_photos
-from agentiqa_cli.tools.cards import ToolCard
+from agentiqa_cli.tools.cards import Logistic, load_card, write_card_logistic
 
 SIZE = 512
 SEED = 0
@@ -38,37 +34,6 @@ def source_text(kinds: tuple[str, ...], n: int, photos: int, rmse: float, colour
         f"({SIZE} px long side, seed {SEED}); pseudo-MOS 5 for clean, 5 - 0.8*level for "
         f"{'/'.join(kinds)} levels 1-5, clean weighted to balance; 5PL with b4 = 0; {n} images, RMSE {rmse:.3f}"
     )
-
-
-def _scalar(v: Any) -> str:
-    return (
-        yaml.safe_dump(v, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
-    )
-
-
-def dump_card(card: dict[str, Any]) -> str:
-    """The card as YAML in the style of the other cards: flow lists, long text folded."""
-    lines = []
-    for key, v in card.items():
-        if key == "logistic" and v is not None:
-            params = ", ".join(f"{p:.10g}" for p in v["params"])
-            lines += ["logistic:", f"  params: [{params}]"]
-            lines += _folded("source", v["source"], indent=2)
-        elif isinstance(v, list):
-            lines.append(f"{key}: [{', '.join(_scalar(x) for x in v)}]")
-        elif isinstance(v, str) and len(v) > 60:
-            lines += _folded(key, v)
-        else:
-            lines.append(f"{key}: {_scalar(v)}")
-    return "\n".join(lines) + "\n"
-
-
-def _folded(key: str, text: str, indent: int = 0) -> list[str]:
-    pad = " " * indent
-    body = textwrap.wrap(
-        text, width=100 - indent - 2, break_long_words=False, break_on_hyphens=False
-    )
-    return [f"{pad}{key}: >-", *(f"{pad}  {line}" for line in body)]
 
 
 def main() -> int:
@@ -87,20 +52,14 @@ def main() -> int:
         readings = read_items(items)
     for name, kinds in TARGETS.items():
         path = args.cards / f"{name}.yaml"
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        lo, hi = data["raw_range"]
-        fit = fit_detector(name, readings, bool(data["lower_better"]), (float(lo), float(hi)))
-        data["logistic"] = {
-            "params": fit.params,
-            "source": source_text(kinds, fit.n, fit.photos, fit.rmse, name in COLOUR_ONLY),
-        }
-        text = dump_card(data)
-        ToolCard.model_validate(yaml.safe_load(text))  # what we write must load
+        card = load_card(path)
+        fit = fit_detector(name, readings, card.lower_better, card.raw_range)
+        source = source_text(kinds, fit.n, fit.photos, fit.rmse, name in COLOUR_ONLY)
         print(
             f"{name:16s} rmse {fit.rmse:.3f}  n {fit.n:3d}  params {[round(p, 4) for p in fit.params]}"
         )
         if not args.dry_run:
-            path.write_text(text, encoding="utf-8")
+            write_card_logistic(path, Logistic(params=fit.params, source=source))
     print(f"{len(PHOTOS)} photos, {len(items)} images")
     return 0
 

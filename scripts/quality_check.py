@@ -1,6 +1,6 @@
 """Quality target of the default no-reference score on synthetic distortions.
 
-The fused score is the plain mean of the normalized (1-5) scores of DEFAULT_NR_TOOLS, with
+The fused score is the plain mean of the normalized (1-5) scores of the default NR set, with
 the logistic parameters of their tool cards. On the photos bundled with scikit-image
 (bench.synth.PHOTOS, 512 px long side) distorted by the eight kinds of
 bench.synth.CHECK_KINDS at levels 1-5 (seed 0), it reports per kind, as eval-bench synth
@@ -33,7 +33,6 @@ from agentiqa_cli.bench.synth_eval import SynthRow, evaluate_synth
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import CardSet, load_cards
-from agentiqa_cli.tools.defaults import DEFAULT_NR_TOOLS
 from agentiqa_cli.tools.detectors import findings
 from agentiqa_cli.tools.logistic import normalize
 
@@ -112,7 +111,8 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--kinds", default=",".join(CHECK_KINDS))
-    ap.add_argument("--tools", default=",".join(DEFAULT_NR_TOOLS))
+    default_nr = load_cards(default_cards_dir()).default_set(has_reference=False)
+    ap.add_argument("--tools", default=",".join(c.name for c in default_nr))
     ap.add_argument("--cards", type=Path, default=default_cards_dir())
     ap.add_argument("--loo", action="store_true", help="also leave-one-photo-out refits")
     ap.add_argument("--work", type=Path, default=None, help="keep the synthetic images here")

@@ -9,19 +9,25 @@ import pytest
 import yaml
 from annotated_types import MaxLen
 from jinja2.exceptions import SecurityError
+from pydantic import BaseModel
 
 from agentiqa_cli.agent.prompts import (
-    REPLY_MODELS,
     ROLES,
     PromptSpec,
     load_prompt,
     load_prompts,
     option_letters,
-    prompt_versions,
-    render,
 )
-from agentiqa_cli.agent.replies import AnalysisItem, InterpretReply, ScoreReply
-from agentiqa_cli.agent.schemas import schema_problems
+from agentiqa_cli.agent.replies import (
+    REPLY_MODELS,
+    AnalysisItem,
+    AnalyzeReply,
+    ExamineItem,
+    ExamineReply,
+    InterpretReply,
+    ScoreReply,
+)
+from agentiqa_cli.agent.schemas import reply_schema, schema_problems
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.records import CATEGORIES, ToolScore
 from agentiqa_cli.resources import default_prompts_dir
@@ -78,20 +84,18 @@ def _yaml(role: str) -> dict[str, Any]:
 
 def test_every_role_loads_with_version_and_hash(prompts: dict[str, PromptSpec]) -> None:
     assert set(ROLES) <= set(prompts)
-    versions = prompt_versions(prompts)
     for role in ROLES:
         spec = prompts[role]
         assert spec.name == role
         assert len(spec.sha256) == 64
         assert spec.fingerprint.startswith(f"{role}@{spec.version}#")
-        assert versions[role]["sha256"] == spec.sha256[:16]
 
 
 @pytest.mark.parametrize("role", ROLES)
 def test_renders_system_and_user_with_images_on_user(
     prompts: dict[str, PromptSpec], role: str
 ) -> None:
-    messages = render(prompts[role], images=[IMAGE], **VARS)
+    messages = prompts[role].render(images=[IMAGE], **VARS)
     assert [m.role for m in messages] == ["system", "user"]
     system, user = messages
     assert system.images == [] and user.images == [IMAGE]
@@ -253,13 +257,13 @@ def _max_length(schema: Any, prop: str) -> int | None:
     ("role", "model", "field"),
     [
         ("analyze", AnalysisItem, "explanation"),
-        ("examine", AnalysisItem, "explanation"),
+        ("examine", ExamineItem, "explanation"),
         ("summarize", ScoreReply, "answer"),
         ("summarize", ScoreReply, "reasoning"),
         ("interpret", InterpretReply, "quality_reasoning"),
     ],
 )
-def test_string_limits_match_the_reply_models(
+def test_string_limits_match_the_reply_models_and_the_prompt_text(
     prompts: dict[str, PromptSpec], role: str, model: Any, field: str
 ) -> None:
     spec = prompts[role]
@@ -268,6 +272,52 @@ def test_string_limits_match_the_reply_models(
         m.max_length for m in model.model_fields[field].metadata if isinstance(m, MaxLen)
     )
     assert limit == pydantic_limit
+    text = " ".join(spec.render(**VARS)[0].text.split())
+    assert f"at most {limit} characters" in text
+
+
+def test_decoding_bounds_come_from_the_reply_models(prompts: dict[str, PromptSpec]) -> None:
+    detect = prompts["detect"].schema_for(scopes=["Global"])["properties"]["distortion_set"]
+    assert detect["required"] == ["Global"]
+    assert detect["properties"]["Global"]["maxItems"] == 7
+    examine = prompts["examine"].schema_for(scopes=["a"])["properties"]["distortion_analysis"]
+    item = examine["properties"]["a"]["items"]
+    assert examine["properties"]["a"]["maxItems"] == 7
+    assert item["properties"]["severity"]["enum"] == ["slight", "moderate", "severe", "extreme"]
+    plan = prompts["planner"].schema_for(tool_names=["psnr"])["properties"]
+    scope_list = next(b for b in plan["query_scope"]["anyOf"] if b.get("type") == "array")
+    assert (scope_list["minItems"], scope_list["maxItems"]) == (1, 4)
+    assert (scope_list["items"]["minLength"], scope_list["items"]["maxLength"]) == (1, 40)
+    mapping = next(b for b in plan["distortions"]["anyOf"] if b.get("type") == "object")
+    assert (mapping["minProperties"], mapping["maxProperties"]) == (1, 4)
+    [(pattern, cats)] = mapping["patternProperties"].items()
+    assert pattern == "^[A-Za-z0-9][A-Za-z0-9 ',_-]{0,39}$" and cats["maxItems"] == 7
+    tools = next(b for b in plan["required_tools"]["anyOf"] if b.get("type") == "array")
+    assert tools["items"]["enum"] == ["psnr"] and tools["maxItems"] == 4
+
+
+def test_an_unbounded_reply_model_is_refused() -> None:
+    class Loose(BaseModel):
+        note: str
+        tags: list[str]
+
+    assert schema_problems(reply_schema(Loose), directives=True) == [
+        "$.note: string without maxLength",
+        "$.tags: array without maxItems",
+        "$.tags.items: string without maxLength",
+    ]
+
+    class OpenMapping(BaseModel):
+        by_name: dict[str, bool]
+
+    with pytest.raises(TypeError, match="keys_from"):
+        reply_schema(OpenMapping)
+
+
+def test_what_examine_may_generate_is_an_analysis(prompts: dict[str, PromptSpec]) -> None:
+    """examine is decoded with ExamineReply and read as an AnalyzeReply by the pipeline."""
+    example = ExamineReply.model_validate(prompts["examine"].example)
+    assert AnalyzeReply.model_validate(example.model_dump()).model_dump() == example.model_dump()
 
 
 def test_dynamic_enums_constrain_the_reply(prompts: dict[str, PromptSpec]) -> None:
@@ -343,39 +393,8 @@ def _write(tmp_path: Path, role: str, **changes: Any) -> Path:
         ("detect", {"system": "{{ qeury }}"}, "system", "undeclared variables: qeury"),
         ("detect", {"user": "{% if query %}"}, "user", "syntax"),
         ("detect", {"version": "v1"}, "version", "semver"),
-        (
-            "summarize",
-            {
-                "schema": {
-                    **_yaml("summarize")["schema"],
-                    "properties": {
-                        **_yaml("summarize")["schema"]["properties"],
-                        "answer": {"type": "string"},
-                    },
-                }
-            },
-            "schema",
-            "string without maxLength",
-        ),
-        (
-            "detect",
-            {
-                "schema": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "distortion_set": {
-                            "type": "array",
-                            "maxItems": 2,
-                            "uniqueItems": True,
-                            "items": {"enum": ["a"]},
-                        }
-                    },
-                }
-            },
-            "schema",
-            "unsupported keyword 'uniqueItems'",
-        ),
+        ("summarize", {"schema": {"type": "object"}}, "", "comes from its reply model"),
+        ("detect", {"name": "spotter"}, "name", "no role named 'spotter'"),
         ("interpret", {"example": {"final_answer": "Z", "quality_reasoning": "r"}}, "", "example"),
         ("detect", {"defaults": {"nope": 1}}, "defaults", "undeclared inputs: nope"),
     ],
@@ -439,3 +458,124 @@ def test_schema_problems_catch_unbounded_or_unsupported_schemas(
     schema: dict[str, Any], problem: str
 ) -> None:
     assert any(problem in p for p in schema_problems(schema, directives=True))
+
+
+# -- shared fragments ------------------------------------------------------------------------
+
+# The analyze prompt as rendered before its rules moved into fragments (byte for byte).
+ANALYZE_SYSTEM = """\
+You are an expert in analysing image distortions. For every scope and every
+distortion listed below, judge how strongly it shows and what it does to the image.
+Reply with one JSON object:
+{"distortion_analysis": {"<scope>": [{"type": "<category>", "severity": "<severity>",
+"explanation": "<one sentence>"}, ...]}}.
+
+Distortions to analyse ("Global" means the whole image):
+- the bird: Blurs, Sharpness
+- Global: Noise
+
+Rules:
+1. Analyse exactly the listed distortions, in the listed order, keeping the user's
+   question in mind.
+2. severity is one of: none, slight, moderate, severe, extreme. Use "none" when a distortion
+   is not visible or barely visible.
+3. explanation is one short sentence (at most 200 characters) about the visible
+   effect on quality; say nothing about content that is not about quality.
+4. Two images are attached: the first is the one to assess, the second its pristine
+   reference. Judge the first against the second.
+
+Objective measurements computed from the pixels (quality 1 = bad ... 5 = excellent).
+Use them as hints; where they disagree with what you see, trust your eyes:
+- noise_sigma: sigma 0.031 (moderate) (quality 2.40)
+- blur_effect: blur effect 0.41"""
+
+
+def test_fragments_render_the_prompts_as_before(prompts: dict[str, PromptSpec]) -> None:
+    system, user = prompts["analyze"].render(**VARS)
+    assert system.text == ANALYZE_SYSTEM
+    assert user.text == "User's query: Is the bird in focus?\nThe images are attached."
+    assert prompts["analyze"].fragments == ("evidence.j2", "looking.j2", "plan.j2")
+
+
+def test_a_shared_rule_is_written_once_and_reaches_every_prompt_that_uses_it(
+    prompts: dict[str, PromptSpec],
+) -> None:
+    rule = '"Global" means the whole\n   image; any other name means that object or region only.'
+    hints = "Use them as hints; where they disagree with what you see, trust your eyes:"
+    for role in ("detect", "examine"):
+        text = prompts[role].render(**VARS)[0].text
+        assert f"1. Examine each scope on its own: the bird; Global. {rule}" in text
+        assert f"{hints}\n- noise_sigma: sigma 0.031 (moderate) (quality 2.40)\n" in text
+    for path in PROMPTS_DIR.glob("*.yaml"):
+        assert "trust your eyes" not in path.read_text(encoding="utf-8"), path.name
+        assert "Examine each scope" not in path.read_text(encoding="utf-8"), path.name
+    for role in ("summarize", "interpret"):
+        text = prompts[role].render(**VARS)[0].text
+        assert "Signal measurements:\n- noise_sigma: sigma 0.031 (moderate) (quality 2.40)\n" in (
+            text
+        )
+        assert "- the bird: Blurs is slight. Soft feathers." in text
+
+
+def _copy_prompts(tmp_path: Path) -> Path:
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    for path in PROMPTS_DIR.glob("*.yaml"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    return folder
+
+
+def test_a_user_folder_uses_shipped_fragments_or_overrides_them(
+    tmp_path: Path, prompts: dict[str, PromptSpec]
+) -> None:
+    folder = _copy_prompts(tmp_path)
+    copied = load_prompts(folder)
+    assert {r: copied[r].fingerprint for r in ROLES} == {r: prompts[r].fingerprint for r in ROLES}
+    own = folder / "_fragments"
+    own.mkdir()
+    shipped = (PROMPTS_DIR / "_fragments" / "looking.j2").read_text(encoding="utf-8")
+    changed = shipped.replace("Examine each scope on its own", "Look at each scope alone")
+    assert changed != shipped
+    (own / "looking.j2").write_text(changed, encoding="utf-8")
+    mine = load_prompts(folder)
+    assert "1. Look at each scope alone: the bird; Global." in mine["detect"].render(**VARS)[0].text
+    # a fragment change changes the fingerprint of exactly the prompts that use it
+    for role in ROLES:
+        uses = "looking.j2" in prompts[role].fragments
+        assert (mine[role].fingerprint != prompts[role].fingerprint) == uses, role
+    assert {r for r in ROLES if "looking.j2" in prompts[r].fragments} == {
+        "detect",
+        "analyze",
+        "examine",
+    }
+    assert mine["detect"].sha256 != copied["detect"].sha256
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ('{% import "nowhere.j2" as x %}{{ query }}', "fragment not found: nowhere.j2"),
+        ('{% include "../detect.yaml" %}', "fragment not found"),
+        ('{% include "/etc/passwd" %}', "fragment not found"),
+        ('{% include "outside.j2" %}', "fragment not found: outside.j2"),
+        ('{% include "uses_colour.j2" %}', "undeclared variables: colour"),
+        ("{% include query %}", "literal"),
+    ],
+)
+def test_fragments_come_only_from_the_fragment_folders(
+    tmp_path: Path, template: str, message: str
+) -> None:
+    folder = _copy_prompts(tmp_path)
+    own = folder / "_fragments"
+    own.mkdir()
+    (own / "uses_colour.j2").write_text("{{ colour }}", encoding="utf-8")
+    (tmp_path / "outside.j2").write_text("secret", encoding="utf-8")
+    (own / "outside.j2").symlink_to(tmp_path / "outside.j2")
+    data = yaml.safe_load((folder / "planner.yaml").read_text(encoding="utf-8"))
+    (folder / "planner.yaml").write_text(
+        yaml.safe_dump({**data, "user": template}, sort_keys=False), encoding="utf-8"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_prompts(folder)
+    assert "planner.yaml" in str(info.value) and "field user" in str(info.value)
+    assert message in str(info.value)

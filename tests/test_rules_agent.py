@@ -119,8 +119,11 @@ def test_agent_ranks_images_as_score_does(tmp_path: Path, photo: np.ndarray) -> 
     """Without a VLM (uniform p) the agent's score is a monotone function of what `score`
     reports for the image (its default set, fused the same way), whatever it detects: the
     agent never reorders what its tools measured."""
+    from agentiqa_cli.resources import default_cards_dir
     from agentiqa_cli.scoring import fuse_tools
-    from agentiqa_cli.tools.defaults import DEFAULT_NR_TOOLS
+    from agentiqa_cli.tools.cards import load_cards
+
+    default_nr = [c.name for c in load_cards(default_cards_dir()).default_set(False)]
 
     rng = np.random.default_rng(0)
     arrays = {"clean": photo}
@@ -131,7 +134,7 @@ def test_agent_ranks_images_as_score_does(tmp_path: Path, photo: np.ndarray) -> 
     pairs_ = []
     for r in res.values():
         by_tool = {t.tool: t.norm for t in r.tools if t.ok}  # type: ignore[attr-defined]
-        score_value = fuse_tools([by_tool[n] for n in DEFAULT_NR_TOOLS], Settings().fusion)
+        score_value = fuse_tools([by_tool[n] for n in default_nr], Settings().fusion)
         pairs_.append((score_value, r.score))  # type: ignore[attr-defined]
     pairs_.sort()
     agent_scores = [s for _, s in pairs_]

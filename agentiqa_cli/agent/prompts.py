@@ -1,21 +1,30 @@
 """Prompts: one YAML file per role, rendered in a Jinja2 sandbox, each with a bounded schema.
 
-A prompt file holds data only: templates, the output JSON schema used for constrained
-decoding (with the run-time directives of ``agent/schemas.py``), and an example reply
-that loading checks against the role's reply model.
+A prompt file holds data only: templates, token limits, and an example reply that
+loading checks against the role's reply model. The output schema used for constrained
+decoding is not in the file: it is derived from the reply model (``agent/replies.py``),
+and templates quote its string limits as ``limits.<property>``.
+
+Text shared by several prompts (a rule, the way evidence is listed) is written once, as a
+Jinja macro in a fragment file ``_fragments/<name>.j2`` beside the prompts, and imported
+by the templates (``{% import "looking.j2" as look %}``). A prompt's fingerprint covers
+the fragments it uses, so editing a fragment changes the fingerprint of every prompt that
+imports it.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-from jinja2 import StrictUndefined, TemplateError, meta
+from jinja2 import BaseLoader, Environment, StrictUndefined, TemplateError, TemplateNotFound, meta
 from jinja2.exceptions import SecurityError, UndefinedError
 from jinja2.nodes import Template as TemplateAST
 from jinja2.sandbox import SandboxedEnvironment
@@ -30,45 +39,18 @@ from pydantic import (
     model_validator,
 )
 
-from agentiqa_cli.agent.replies import (
-    AnalyzeReply,
-    DetectReply,
-    InterpretReply,
-    ScoreReply,
-    SelectReply,
-)
+from agentiqa_cli.agent.replies import OPTION_LETTERS, REPLY_MODELS, REPLY_SCHEMAS
 from agentiqa_cli.agent.schemas import (
     BUILTIN_VALUES,
     dynamic_names,
     expand_schema,
-    schema_problems,
+    string_limits,
 )
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.records import Plan
+from agentiqa_cli.resources import default_prompts_dir
 from agentiqa_cli.vlm.base import ImagePart, Message
 
-ROLES: tuple[str, ...] = (
-    "planner",
-    "detect",
-    "analyze",
-    "examine",
-    "select",
-    "summarize",
-    "interpret",
-)
-
-# The reply model each shipped role's output is validated into.
-REPLY_MODELS: dict[str, type[BaseModel]] = {
-    "planner": Plan,
-    "detect": DetectReply,
-    "analyze": AnalyzeReply,
-    "examine": AnalyzeReply,
-    "select": SelectReply,
-    "summarize": ScoreReply,
-    "interpret": InterpretReply,
-}
-
-OPTION_LETTERS = "ABCDEF"  # InterpretReply.final_answer's alphabet
+ROLES: tuple[str, ...] = tuple(REPLY_MODELS)
 
 # Optional template sections leave blank lines behind when they are skipped.
 _BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*){2,}")
@@ -83,10 +65,47 @@ def _to_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=default)
 
 
-def _make_env() -> SandboxedEnvironment:
+FRAGMENTS = "_fragments"  # sub-folder of a prompts folder holding the shared *.j2 fragments
+_FRAGMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\.j2")
+
+
+class FragmentLoader(BaseLoader):
+    """Fragments by bare file name (``looking.j2``) from ``folders``, the first that has it.
+
+    Nothing outside those folders can be read: names with a path separator are refused,
+    and a symlink leading out of its folder counts as missing.
+    """
+
+    def __init__(self, folders: Sequence[Path]):
+        self.folders = [f.resolve() for f in folders]
+
+    def get_source(
+        self, environment: Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        if _FRAGMENT_NAME.fullmatch(template):
+            for folder in self.folders:
+                path = (folder / template).resolve()
+                if path.parent == folder and path.is_file():
+                    mtime = path.stat().st_mtime
+                    source = path.read_text(encoding="utf-8")
+                    return source, str(path), lambda p=path, m=mtime: p.stat().st_mtime == m
+        where = ", ".join(str(f) for f in self.folders) or "(no fragment folder)"
+        raise TemplateNotFound(f"{template} (fragments are looked up in {where})")
+
+
+def fragment_folders(prompts_dir: Path | None = None) -> list[Path]:
+    """Where the templates of ``prompts_dir`` find fragments: its own ``_fragments``
+    first, then the shipped ones (so a user folder overrides a fragment by name)."""
+    shipped = default_prompts_dir() / FRAGMENTS
+    own = [prompts_dir / FRAGMENTS] if prompts_dir is not None else []
+    return [f for f in own if f.is_dir() and f.resolve() != shipped.resolve()] + [shipped]
+
+
+def make_env(fragments: Sequence[Path] = ()) -> SandboxedEnvironment:
     # Sandboxed: a template can read the variables it is given but cannot reach Python
     # internals. StrictUndefined: a misspelt or missing variable is an error, not "".
     env = SandboxedEnvironment(
+        loader=FragmentLoader(fragments or fragment_folders()),
         undefined=StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -95,21 +114,50 @@ def _make_env() -> SandboxedEnvironment:
     )
     env.globals.update({k: list(v) for k, v in BUILTIN_VALUES.items()})
     env.globals["option_letters"] = OPTION_LETTERS
+    # the reply models' string limits, so a prompt quotes the limit the decoder enforces
+    env.globals["limits"] = string_limits(REPLY_SCHEMAS.values())
     env.filters["json"] = _to_json
     return env
 
 
-_ENV = _make_env()
+@lru_cache(maxsize=1)
+def _shipped_env() -> SandboxedEnvironment:
+    return make_env()
 
 
-def _parse(source: str) -> TemplateAST:
-    return _ENV.parse(source)
+def _env(context: Any) -> SandboxedEnvironment:
+    """The environment passed as validation context ``{"env": ...}``, else the shipped one."""
+    env = context.get("env") if isinstance(context, dict) else None
+    return env if isinstance(env, SandboxedEnvironment) else _shipped_env()
+
+
+def _fragments_of(env: SandboxedEnvironment, ast: TemplateAST) -> dict[str, TemplateAST]:
+    """Every fragment ``ast`` imports or includes, transitively, parsed, by name."""
+    found: dict[str, TemplateAST] = {}
+    todo = [ast]
+    while todo:
+        for name in meta.find_referenced_templates(todo.pop()):
+            if name is None:
+                raise ValueError("fragment names must be literal strings")
+            if name not in found:
+                assert env.loader is not None
+                found[name] = env.parse(env.loader.get_source(env, name)[0])
+                todo.append(found[name])
+    return found
+
+
+def _fragment_digest(env: SandboxedEnvironment, names: Iterable[str]) -> str:
+    assert env.loader is not None
+    h = hashlib.sha256()
+    for name in sorted(names):
+        h.update(f"\0{name}\0".encode() + env.loader.get_source(env, name)[0].encode())
+    return h.hexdigest()
 
 
 class PromptSpec(BaseModel):
     """One role's prompt, as loaded from ``prompts/<name>.yaml``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     version: int | str
@@ -118,7 +166,6 @@ class PromptSpec(BaseModel):
     defaults: dict[str, Any] = Field(default_factory=dict)
     system: str = Field(min_length=1)
     user: str = Field(min_length=1)
-    output_schema: dict[str, Any] = Field(alias="schema")
     example: dict[str, Any]
     example_vars: dict[str, Any] = Field(
         default_factory=dict, description="schema_for arguments the example was written for"
@@ -128,6 +175,25 @@ class PromptSpec(BaseModel):
 
     _sha256: str = PrivateAttr("")
     _templates: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _fragments: tuple[str, ...] = PrivateAttr(())
+    _fragments_sha256: str = PrivateAttr("")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_schema(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "schema" in data:
+            raise ValueError(
+                "'schema' is not read from prompt files: a role's output schema comes from "
+                "its reply model (agentiqa_cli/agent/replies.py); delete the key"
+            )
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _role(cls, v: str) -> str:
+        if v not in REPLY_MODELS:
+            raise ValueError(f"no role named {v!r}; the roles are {', '.join(REPLY_MODELS)}")
+        return v
 
     @field_validator("version")
     @classmethod
@@ -148,66 +214,67 @@ class PromptSpec(BaseModel):
     @field_validator("system", "user")
     @classmethod
     def _template(cls, v: str, info: ValidationInfo) -> str:
+        env = _env(info.context)
         try:
-            ast = _parse(v)
+            ast = env.parse(v)
+            fragments = _fragments_of(env, ast)
+        except TemplateNotFound as e:
+            raise ValueError(f"fragment not found: {e}") from None
         except TemplateError as e:
             raise ValueError(f"template syntax error: {e}") from None
-        declared = set(info.data.get("inputs", {})) | set(_ENV.globals)
-        unknown = sorted(meta.find_undeclared_variables(ast) - declared)
+        declared = set(info.data.get("inputs", {})) | set(env.globals)
+        used = meta.find_undeclared_variables(ast).union(
+            *(meta.find_undeclared_variables(f) for f in fragments.values())
+        )
+        unknown = sorted(used - declared)
         if unknown:
             raise ValueError(f"template uses undeclared variables: {', '.join(unknown)}")
         return v
 
-    @field_validator("output_schema")
-    @classmethod
-    def _schema(cls, v: dict[str, Any]) -> dict[str, Any]:
-        problems = schema_problems(v, directives=True)
-        if problems:
-            raise ValueError("; ".join(problems[:3]))
-        return v
-
     @model_validator(mode="after")
     def _example_fits_reply(self) -> PromptSpec:
-        model = REPLY_MODELS.get(self.name)
-        if model is None:
-            return self
-        props = self.output_schema.get("properties", {})
-        wanted = {n for n, f in model.model_fields.items() if f.is_required()}
-        missing = sorted(wanted - set(props))
-        extra = sorted(set(props) - set(model.model_fields))
-        if missing or extra:
-            raise ValueError(
-                f"schema properties disagree with {model.__name__}: "
-                f"missing {missing or '-'}, unknown {extra or '-'}"
-            )
+        model = REPLY_MODELS[self.name]
         try:
             model.model_validate(self.example)
         except ValidationError as e:
             raise ValueError(f"example is not a valid {model.__name__}: {e.errors()[0]}") from None
         return self
 
-    def model_post_init(self, __context: Any) -> None:
+    def model_post_init(self, context: Any) -> None:
+        env = _env(context)
         self._templates = {
-            "system": _ENV.from_string(self.system),
-            "user": _ENV.from_string(self.user),
+            "system": env.from_string(self.system),
+            "user": env.from_string(self.user),
         }
+        names = {n for t in (self.system, self.user) for n in _fragments_of(env, env.parse(t))}
+        self._fragments = tuple(sorted(names))
+        self._fragments_sha256 = _fragment_digest(env, names)
 
     # -- identity for the trace header ------------------------------------------------
 
     @property
     def sha256(self) -> str:
-        """Hash of the file the prompt was loaded from (of its content if built in code)."""
-        return self._sha256 or hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        """Hash of the file the prompt was loaded from (of its content if built in code),
+        of the fragments it uses and of its output schema."""
+        own = self._sha256 or hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        schema = json.dumps(self.output_schema, sort_keys=True)
+        return hashlib.sha256(f"{own}:{self._fragments_sha256}:{schema}".encode()).hexdigest()
+
+    @property
+    def fragments(self) -> tuple[str, ...]:
+        """The fragment files the templates use, directly or through other fragments."""
+        return self._fragments
 
     @property
     def fingerprint(self) -> str:
         return f"{self.name}@{self.version}#{self.sha256[:12]}"
 
-    @property
-    def reply_model(self) -> type[BaseModel] | None:
-        return REPLY_MODELS.get(self.name)
-
     # -- schema -----------------------------------------------------------------------
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        """The role's output schema with run-time directives, from its reply model."""
+        return copy.deepcopy(REPLY_SCHEMAS[self.name])
 
     @property
     def dynamic_names(self) -> set[str]:
@@ -251,10 +318,6 @@ class PromptSpec(BaseModel):
         ]
 
 
-def render(spec: PromptSpec, images: Sequence[ImagePart] = (), **variables: Any) -> list[Message]:
-    return spec.render(images, **variables)
-
-
 def option_letters(n: int) -> list[str]:
     """The answer letters for ``n`` options (the interpret schema's ``letters``)."""
     if not 1 <= n <= len(OPTION_LETTERS):
@@ -265,7 +328,10 @@ def option_letters(n: int) -> list[str]:
 # -- loading --------------------------------------------------------------------------------
 
 
-def load_prompt(path: Path) -> PromptSpec:
+def load_prompt(path: Path, env: SandboxedEnvironment | None = None) -> PromptSpec:
+    """One prompt file; its fragments come from ``env`` (default: the file's own folder's
+    ``_fragments``, then the shipped ones)."""
+    env = env or make_env(fragment_folders(path.parent))
     try:
         raw = path.read_bytes()
         data = yaml.safe_load(raw.decode("utf-8"))
@@ -276,7 +342,7 @@ def load_prompt(path: Path) -> PromptSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a prompt file must be a mapping")
     try:
-        spec = PromptSpec.model_validate(data)
+        spec = PromptSpec.model_validate(data, context={"env": env})
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
@@ -288,19 +354,19 @@ def load_prompt(path: Path) -> PromptSpec:
 
 
 def load_prompts(folder: Path, required: Iterable[str] = ROLES) -> dict[str, PromptSpec]:
-    """Every ``*.yaml`` prompt in ``folder``, by name; the ``required`` roles must be there."""
+    """Every ``*.yaml`` prompt in ``folder``, by name; the ``required`` roles must be there.
+
+    Fragments: a template's ``{% import "x.j2" ... %}`` / ``{% include "x.j2" %}`` reads
+    ``folder/_fragments/x.j2`` if it exists, else the shipped ``_fragments/x.j2``. So a user's
+    ``--prompts`` folder can hold copies of the shipped prompts alone (they keep using the
+    shipped fragments), or its own ``_fragments`` folder with a fragment of the same name to
+    change that text for every prompt of the folder, or new fragments under new names.
+    """
     if not folder.is_dir():
         raise ConfigError(f"prompts folder not found: {folder}")
-    prompts = {p.stem: load_prompt(p) for p in sorted(folder.glob("*.yaml"))}
+    env = make_env(fragment_folders(folder))
+    prompts = {p.stem: load_prompt(p, env) for p in sorted(folder.glob("*.yaml"))}
     missing = [r for r in required if r not in prompts]
     if missing:
         raise ConfigError(f"{folder}: missing prompts for roles: {', '.join(missing)}")
     return prompts
-
-
-def prompt_versions(prompts: Mapping[str, PromptSpec]) -> dict[str, dict[str, str]]:
-    """``{name: {version, sha256}}`` for the run trace header."""
-    return {
-        name: {"version": str(spec.version), "sha256": spec.sha256[:16]}
-        for name, spec in sorted(prompts.items())
-    }

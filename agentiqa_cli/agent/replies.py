@@ -1,25 +1,49 @@
-"""The structured replies each role returns; prompts' JSON schemas must agree with these.
+"""The structured replies each role returns, and the one source of their output schemas.
 
 A VLM reply is validated into one of these models; the rules backend builds them directly.
+The JSON schema a role is decoded with is derived from its model (``REPLY_SCHEMAS``): the
+Python types give the properties, enums and validated lengths, and ``Decode`` annotations
+add what only bounds generation (one key per scope, at most 7 items, tool names of the run).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentiqa_cli.records import Category, Level, Plan, Severity
+from agentiqa_cli.agent.schemas import reply_schema, schema_problems
+from agentiqa_cli.records import (
+    CATEGORIES,
+    Category,
+    Decode,
+    Level,
+    Plan,
+    PresentSeverity,
+    Severity,
+)
 
 __all__ = [
+    "OPTION_LETTERS",
+    "REPLY_MODELS",
+    "REPLY_SCHEMAS",
     "AnalysisItem",
     "AnalyzeReply",
     "DetectReply",
+    "ExamineItem",
+    "ExamineReply",
     "InterpretReply",
     "Plan",
     "ScoreReply",
     "SelectReply",
 ]
+
+Letter = Literal["A", "B", "C", "D", "E", "F"]
+OPTION_LETTERS = "".join(get_args(Letter))  # InterpretReply.final_answer's alphabet
+
+Explanation = Annotated[str, Field(max_length=200)]
+# each category at most once per scope
+_PerScope = Decode(max_items=len(CATEGORIES))
 
 
 class _Reply(BaseModel):
@@ -29,25 +53,52 @@ class _Reply(BaseModel):
 class DetectReply(_Reply):
     """Distortion detection: scope (object name or "Global") → categories."""
 
-    distortion_set: dict[str, list[Category]]
+    distortion_set: Annotated[
+        dict[str, Annotated[list[Category], _PerScope]], Decode(keys_from="scopes")
+    ]
 
 
 class AnalysisItem(_Reply):
-    type: Category
+    # decoded for the analyze role: one item per listed category, of that category
+    type: Annotated[Category, Decode(enum_from="@value")]
     severity: Severity
-    explanation: str = Field(max_length=200)
+    explanation: Explanation
 
 
 class AnalyzeReply(_Reply):
     """Distortion analysis (also the combined detect+analyse reply): scope → findings."""
 
-    distortion_analysis: dict[str, list[AnalysisItem]]
+    distortion_analysis: Annotated[
+        dict[str, Annotated[list[AnalysisItem], Decode(items_from="@value")]],
+        Decode(keys_from="distortions"),
+    ]
+
+
+class ExamineItem(_Reply):
+    type: Category
+    severity: PresentSeverity  # only distortions that are present are reported
+    explanation: Explanation
+
+
+class ExamineReply(_Reply):
+    """What the examine role (detection and analysis in one call) may generate; every
+    ExamineReply is also a valid AnalyzeReply, which is what the pipeline reads."""
+
+    distortion_analysis: Annotated[
+        dict[str, Annotated[list[ExamineItem], _PerScope]], Decode(keys_from="scopes")
+    ]
+
+
+_ToolName = Annotated[str, Decode(enum_from="tool_names")]
 
 
 class SelectReply(_Reply):
     """Tool selection: scope → {category: tool name}."""
 
-    selected_tools: dict[str, dict[Category, str]]
+    selected_tools: Annotated[
+        dict[str, Annotated[dict[Category, _ToolName], Decode(keys_from="@value")]],
+        Decode(keys_from="distortions"),
+    ]
 
 
 class ScoreReply(_Reply):
@@ -63,6 +114,31 @@ class ScoreReply(_Reply):
 class InterpretReply(_Reply):
     """Summarizer for a multiple-choice question: one option letter and why."""
 
-    final_answer: Literal["A", "B", "C", "D", "E", "F"]
+    final_answer: Annotated[Letter, Decode(enum_from="letters")]  # only the question's letters
     quality_reasoning: str = Field(max_length=500)
     sufficient: bool = True
+
+
+# The reply model each role's output is decoded with.
+REPLY_MODELS: dict[str, type[BaseModel]] = {
+    "planner": Plan,
+    "detect": DetectReply,
+    "analyze": AnalyzeReply,
+    "examine": ExamineReply,
+    "select": SelectReply,
+    "summarize": ScoreReply,
+    "interpret": InterpretReply,
+}
+
+
+def _schemas() -> dict[str, dict[str, Any]]:
+    out = {role: reply_schema(model) for role, model in REPLY_MODELS.items()}
+    for role, schema in out.items():
+        problems = schema_problems(schema, directives=True)
+        if problems:  # a programming error: every shipped reply must decode in bounded time
+            raise TypeError(f"{REPLY_MODELS[role].__name__}: {'; '.join(problems[:3])}")
+    return out
+
+
+# role → output schema with run-time directives (expanded by ``PromptSpec.schema_for``)
+REPLY_SCHEMAS: dict[str, dict[str, Any]] = _schemas()

@@ -12,16 +12,24 @@ on the run (tool names, the plan's objects, the distortion set, option letters):
 
 ``NAME`` is a value passed to ``expand_schema``, a built-in (``categories``,
 ``severities``, ``present_severities``, ``levels``), or ``@value``.
+
+A role's schema in that form is derived from its reply model by ``reply_schema``
+(``agent/replies.py``), so a field's type, enum and length limits are written once.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+import types
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from agentiqa_cli.records import CATEGORIES, LEVELS, SEVERITIES
+from annotated_types import MaxLen, MinLen
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from agentiqa_cli.records import CATEGORIES, LEVELS, SEVERITIES, Decode
 
 BUILTIN_VALUES: dict[str, tuple[str, ...]] = {
     "categories": CATEGORIES,
@@ -218,3 +226,138 @@ def expand_schema(schema: dict[str, Any], values: Mapping[str, Any]) -> dict[str
 def dynamic_names(schema: Any) -> set[str]:
     """The values ``expand_schema`` needs for ``schema``, built-ins excluded."""
     return _directive_names(schema) - set(BUILTIN_VALUES) - {"@value"}
+
+
+# -- schemas from reply models -------------------------------------------------------------
+
+
+def reply_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The output schema (directive form) of a reply model.
+
+    Every property is required and in field order (the decoder writes them all, first
+    field first); strings and lists take their bounds from the validated lengths
+    (``Field(max_length=...)``) or from ``Decode``; a ``Literal`` becomes an enum; a mapping
+    needs ``Decode(keys_from=...)`` or ``Decode(key_pattern=...)``.
+    """
+    return _schema(model, [])
+
+
+def _unwrap(tp: Any, meta: list[Any]) -> tuple[Any, list[Any]]:
+    """The bare type and all its metadata (``Annotated`` layers, ``Field`` constraints)."""
+    meta = list(meta)
+    while get_origin(tp) is Annotated:
+        tp, *more = get_args(tp)
+        meta += more
+    flat: list[Any] = []
+    for m in meta:
+        flat += m.metadata if isinstance(m, FieldInfo) else [m]
+    return tp, flat
+
+
+def _bound(meta: list[Any], name: str) -> int | None:
+    """``min_*``/``max_*`` from ``Decode``, else the validated length (``MinLen``/``MaxLen``)."""
+    for m in meta:
+        if isinstance(m, Decode) and getattr(m, name) is not None:
+            return int(getattr(m, name))
+    for m in meta:
+        if name.startswith("max") and isinstance(m, MaxLen):
+            return int(m.max_length)
+        if name.startswith("min") and isinstance(m, MinLen):
+            return int(m.min_length)
+    return None
+
+
+def _decode(meta: list[Any], name: str) -> Any:
+    return next(
+        (getattr(m, name) for m in meta if isinstance(m, Decode) and getattr(m, name)), None
+    )
+
+
+def _sized(out: dict[str, Any], meta: list[Any], low: str, high: str, what: str) -> None:
+    lo, hi = _bound(meta, "min_" + what), _bound(meta, "max_" + what)
+    if lo is not None:
+        out[low] = lo
+    if hi is not None:
+        out[high] = hi
+
+
+def _schema(tp: Any, meta: list[Any]) -> dict[str, Any]:
+    tp, meta = _unwrap(tp, meta)
+    origin = get_origin(tp)
+    if tp is type(None):
+        return {"type": "null"}
+    if origin in (Union, types.UnionType):
+        return {"anyOf": [_schema(a, []) for a in get_args(tp)]}
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        fields = tp.model_fields
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": list(fields),
+            "properties": {
+                name: _schema(f.annotation, list(f.metadata)) for name, f in fields.items()
+            },
+        }
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is str or origin is Literal:
+        out: dict[str, Any] = {"type": "string"}
+        values = get_args(tp)
+        if _decode(meta, "enum_from"):
+            out["enum_from"] = _decode(meta, "enum_from")
+        elif len(values) == 1:
+            out["const"] = values[0]
+        elif values:
+            out["enum"] = list(values)
+        else:
+            _sized(out, meta, "minLength", "maxLength", "length")
+        return out
+    if origin is list:
+        out = {"type": "array"}
+        (item,) = get_args(tp)
+        if _decode(meta, "items_from"):
+            return {**out, "items_from": _decode(meta, "items_from"), "each": _schema(item, [])}
+        _sized(out, meta, "minItems", "maxItems", "items")
+        return {**out, "items": _schema(item, [])}
+    if origin is dict:
+        _, value = get_args(tp)
+        if _decode(meta, "keys_from"):
+            return {
+                "type": "object",
+                "keys_from": _decode(meta, "keys_from"),
+                "each": _schema(value, []),
+            }
+        out = {"type": "object"}
+        _sized(out, meta, "minProperties", "maxProperties", "items")
+        pattern = _decode(meta, "key_pattern")
+        if pattern is None:
+            raise TypeError(
+                f"{tp}: a mapping needs Decode(keys_from=...) or Decode(key_pattern=...)"
+            )
+        return {
+            **out,
+            "additionalProperties": False,
+            "patternProperties": {pattern: _schema(value, [])},
+        }
+    raise TypeError(f"no output schema for {tp!r}")
+
+
+def string_limits(schemas: Iterable[Any]) -> dict[str, int]:
+    """Every string property's ``maxLength`` by property name, for prompts to quote."""
+    found: dict[str, int] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for x in node:
+                walk(x)
+        elif isinstance(node, dict):
+            for name, sub in node.get("properties", {}).items():
+                limit = sub.get("maxLength") if isinstance(sub, dict) else None
+                if limit is not None and found.setdefault(name, limit) != limit:
+                    raise TypeError(f"property {name!r} has two maxLength values")
+            for sub in node.values():
+                walk(sub)
+
+    for schema in schemas:
+        walk(schema)
+    return found

@@ -16,17 +16,16 @@ better one) means the data disagree with the tool's direction; such a fit is mar
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.bench.metrics import pearson, spearman
-from agentiqa_cli.tools.cards import ToolCard
+from agentiqa_cli.tools.cards import Logistic, ToolCard
+from agentiqa_cli.tools.cards import write_overlay as write_overlay_file
 from agentiqa_cli.tools.logistic import fit_logistic, logistic5
 
 FEW_POINTS = 30  # below this the five parameters are poorly determined
@@ -134,21 +133,16 @@ def _source_text(fit: CalibrationFit, source: str) -> str:
 def write_overlay(
     fits: Sequence[CalibrationFit], path: Path, source: str, include_suspect: bool = False
 ) -> int:
-    """Write ``{tools: {name: {params, source}}}`` for every usable fit, as
-    ``cards.load_overlay`` reads it; returns how many tools were written (0 = none usable).
-    The file is replaced atomically."""
+    """Write every usable fit to a calibration overlay (``cards.write_overlay``); returns
+    how many tools were written (0 = none usable)."""
     tools = {
-        f.tool: {"params": [float(p) for p in f.params], "source": _source_text(f, source)}
+        f.tool: Logistic(params=f.params, source=_source_text(f, source))
         for f in sorted(fits, key=lambda f: f.tool)
         if f.params is not None and (include_suspect or not f.suspect)
     }
     header = (
-        "# agentiqa calibration overlay: five-parameter logistic (raw score -> quality 1-5)\n"
-        "# fitted by `agentiqa calibrate`; apply with --calibration FILE\n"
+        "agentiqa calibration overlay: five-parameter logistic (raw score -> quality 1-5)\n"
+        "fitted by `agentiqa calibrate`; apply with --calibration FILE"
     )
-    text = header + yaml.safe_dump({"tools": tools}, sort_keys=False, allow_unicode=True)
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_overlay_file(Path(path), tools, header)
     return len(tools)

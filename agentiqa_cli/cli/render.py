@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -22,7 +23,27 @@ from rich.table import Table
 
 from agentiqa_cli.records import Result
 
-out = Console(soft_wrap=True)
+# Piped or redirected, a table is as wide as its content: at 80 columns rich would fold
+# file names and tool names mid-word, which neither a reader nor grep can use.
+PIPED_WIDTH = 10_000
+
+
+class _Stdout(Console):
+    """stdout: a terminal's width at a terminal (or $COLUMNS), unbounded when piped."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+            return size
+        return ConsoleDimensions(PIPED_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+out = _Stdout(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 
@@ -87,12 +108,16 @@ class Reporter:
 
 
 def results_table(results: list[Result], title: str, max_rows: int = 50) -> Table:
-    """Worst first (errors, then lowest scores); columns only when some row fills them."""
+    """Worst first (errors, then lowest scores); columns only when some row fills them (the
+    answer to the query: ``assess``, not ``score``)."""
     table = Table(title=title, title_justify="left", show_lines=False)
     show_notes = any(r.status == "error" or r.distortions for r in results)
+    show_answer = any(r.answer for r in results)
     table.add_column("image", overflow="fold")
     table.add_column("score", justify="right")
     table.add_column("level")
+    if show_answer:
+        table.add_column("answer")
     if show_notes:
         table.add_column("distortions / error", overflow="fold")
     table.add_column("tools (1-5)", overflow="fold")
@@ -103,12 +128,14 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
         # file names and messages are data, not markup: "[/x]" in a name must print as is
         if r.status == "error":
             note = [f"[red]{escape(r.error)}[/]"] if show_notes else []
-            table.add_row(escape(r.image), "-", "[red]error[/]", *note, "")
+            answer = [""] if show_answer else []
+            table.add_row(escape(r.image), "-", "[red]error[/]", *answer, *note, "")
             continue
         score = f"{r.score:.2f}" if r.score is not None else "-"
         tools = " ".join(f"{t.tool} {t.norm:.1f}" for t in r.tools if t.ok and t.norm is not None)
         note = [escape(r.distortions_cell() or "none")] if show_notes else []
-        table.add_row(escape(r.image), score, r.level or "-", *note, escape(tools))
+        answer = [escape(r.answer)] if show_answer else []
+        table.add_row(escape(r.image), score, r.level or "-", *answer, *note, escape(tools))
     if len(results) > max_rows:
         table.caption = (
             f"{len(results) - max_rows} more rows in the CSV (lowest scores shown first)"

@@ -10,7 +10,13 @@ from rich.markup import escape
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import tools_app
-from agentiqa_cli.cli.options import CardsDir, ConfigOpt, Device, JsonOut
+from agentiqa_cli.cli.options import (
+    CardsDir,
+    ConfigOpt,
+    Device,
+    JsonOut,
+    Quiet,
+)
 from agentiqa_cli.config import load_settings
 
 
@@ -67,31 +73,55 @@ def tools_check(
         list[str] | None, typer.Argument(help="Tools to check (default: all).", show_default=False)
     ] = None,
     json_out: JsonOut = False,
+    quiet: Quiet = False,
     device: Device = None,
     tool_cards: CardsDir = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Which tools can run here now (builds each metric; weights must be present or downloadable)."""
+    """Which tools can run here now (builds each metric; weights must be cached, or are
+    downloaded when huggingface.co is reachable). Progress goes to stderr."""
+    from contextlib import nullcontext
+
     from rich.table import Table
 
     from agentiqa_cli.runtime import Runtime
+    from agentiqa_cli.tools.weights import hub_offline, no_downloads
 
     rt = Runtime(load_settings({"cards_dir": tool_cards, "device": device}, config))
     cards = rt.cards.resolve(names) if names else list(rt.cards)
+    offline = hub_offline()
+    if offline:
+        ui.note(
+            "offline (huggingface.co unreachable or HF_HUB_OFFLINE set): weights that are "
+            "not cached are reported, not downloaded",
+            quiet,
+        )
     rows: list[dict[str, Any]] = []
-    for c in cards:
-        ok, why = rt.runner.availability(c)
-        needs = "reference" if c.mode == "FR" else ""
-        rows.append({"tool": c.name, "ready": ok, "needs": needs, "detail": why})
+    reporter = ui.Reporter(len(cards), "tools check", quiet)
+    with no_downloads() if offline else nullcontext(), reporter.running():
+        for c in cards:
+            ok, why = rt.runner.availability(c)
+            reporter.advance(c.name, "ready" if ok else "not ready")
+            if not ok and offline and c.weights:
+                why = f"weights not cached, not downloaded offline ({why})"
+            needs = [n for n, yes in (("reference", c.mode == "FR"), ("weights", c.weights)) if yes]
+            rows.append({"tool": c.name, "ready": ok, "needs": ", ".join(needs), "detail": why})
     if json_out:
         ui.print_json(rows)
-    else:
-        t = Table(title=f"tools on {rt.runner.device}", title_justify="left")
-        for col in ("tool", "ready", "needs", "detail"):
-            t.add_column(col, overflow="fold")
-        for r in rows:
-            ready = "[green]yes[/]" if r["ready"] else "[red]no[/]"
-            t.add_row(str(r["tool"]), ready, str(r["needs"]), escape(str(r["detail"])))
-        ui.out.print(t)
-        n = sum(r["ready"] for r in rows)
-        ui.out.print(f"{n} of {len(rows)} tools can run here.")
+        return
+    t = Table(title=f"tools on {rt.runner.device}", title_justify="left")
+    for col in ("tool", "ready", "needs", "detail"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        ready = "[green]yes[/]" if r["ready"] else "[red]no[/]"
+        t.add_row(str(r["tool"]), ready, str(r["needs"]), escape(str(r["detail"])))
+    ui.out.print(t)
+    ready_count = sum(r["ready"] for r in rows)
+    ui.out.print(f"{ready_count} of {len(rows)} tools can run here.", highlight=False)
+    missing = [r["tool"] for r in rows if not r["ready"] and "weights" in r["needs"]]
+    if offline and missing:
+        ui.out.print(
+            f"Offline: {', '.join(missing)} need weights that are not cached; run "
+            "`agentiqa tools check` with network access to download them.",
+            highlight=False,
+        )

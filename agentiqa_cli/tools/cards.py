@@ -1,10 +1,18 @@
-"""Tool cards: one YAML file per tool, validated on load; a registry with helpful errors."""
+"""Tool cards: one YAML file per tool, validated on load; a registry with helpful errors.
+
+Also the one writer of logistic parameters: into a card file (``write_card_logistic``, for
+the calibration scripts) or into a calibration overlay (``write_overlay``, for
+``agentiqa calibrate``).
+"""
 
 from __future__ import annotations
 
 import difflib
 import hashlib
-from collections.abc import Iterable, Iterator
+import os
+import re
+import textwrap
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -44,6 +52,12 @@ class ToolCard(BaseModel):
     paper: str = ""
     in_seed: bool = Field(False, description="one of the 28 tools of seed 000 App. A.3")
     notes: str = ""
+    default_order: int | None = Field(
+        None,
+        ge=1,
+        description="place in the default tool set of its mode (`score` without --tools, the "
+        "agent's fallback tools), 1 first; absent: not a default",
+    )
 
     @field_validator("raw_range")
     @classmethod
@@ -70,6 +84,11 @@ class ToolCard(BaseModel):
     def calibrated(self) -> bool:
         return self.logistic is not None
 
+    @property
+    def category(self) -> Category | None:
+        """The category a detector's findings report: the first of ``distortions``."""
+        return self.distortions[0] if self.distortions else None
+
 
 class CardSet:
     """All tool cards of a run, by name, with their file hashes for the trace."""
@@ -77,6 +96,15 @@ class CardSet:
     def __init__(self, cards: Iterable[ToolCard], hashes: dict[str, str] | None = None):
         self._cards = {c.name: c for c in cards}
         self.hashes = hashes or {}
+        seen: dict[tuple[str, int], str] = {}
+        for c in self:
+            if c.default_order is not None:
+                other = seen.setdefault((c.mode, c.default_order), c.name)
+                if other != c.name:
+                    raise ConfigError(
+                        f"tool cards {other} and {c.name} both have default_order "
+                        f"{c.default_order} for {c.mode} tools"
+                    )
 
     def __iter__(self) -> Iterator[ToolCard]:
         return iter(self._cards.values())
@@ -100,6 +128,24 @@ class CardSet:
 
     def resolve(self, names: Iterable[str]) -> list[ToolCard]:
         return [self.get(n.strip()) for n in names if n.strip()]
+
+    def default_set(self, has_reference: bool) -> list[ToolCard]:
+        """The tools ``score`` runs without --tools (FR ones with a reference, else NR), in
+        ``default_order``; possibly empty for a user's card folder.
+
+        The shipped NR set was chosen with scripts/quality_check.py: the built-in detectors,
+        one per distortion family, each saturating at 5 on clean photos so that a detector
+        with nothing to see does not drag the mean down. PIQE is left out: it ranks worse
+        on the synthetic check and pyiqa ships it under a non-commercial licence.
+        """
+        mode = "FR" if has_reference else "NR"
+        chosen = [c for c in self if c.mode == mode and c.default_order is not None]
+        return sorted(chosen, key=lambda c: c.default_order or 0)
+
+    def weight_free(self, mode: Mode = "NR") -> list[ToolCard]:
+        """Every ``mode`` tool that runs without downloaded weights: the default set first."""
+        free = [c for c in self if c.mode == mode and not c.weights]
+        return sorted(free, key=lambda c: (c.default_order is None, c.default_order or 0, c.name))
 
     def with_overlay(self, overlay: dict[str, Logistic]) -> CardSet:
         """A copy with calibrated logistic parameters replacing the cards' own."""
@@ -152,3 +198,81 @@ def _first_error(e: ValidationError) -> str:
     err = e.errors()[0]
     where = ".".join(str(p) for p in err["loc"]) or "(top level)"
     return f"field {where}: {err['msg']}"
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+_WIDTH = 100  # the cards' line width
+
+
+def _text(key: str, text: str, indent: int = 0) -> list[str]:
+    """``key: text`` as the cards write it: long text folded (``>-``) to the line width."""
+    pad = " " * indent
+    lines = textwrap.wrap(
+        text, width=_WIDTH - indent - 2, break_long_words=False, break_on_hyphens=False
+    )
+    folded = [f"{pad}{key}: >-", *(f"{pad}  {line}" for line in lines)]
+    if len(text) > 60 and yaml.safe_load("\n".join(folded)) == {key: text}:
+        return folded
+    # short, or folding would change it (double spaces, line breaks): a plain YAML scalar
+    dumped = yaml.safe_dump({key: text}, width=10_000, allow_unicode=True).rstrip("\n")
+    return [pad + line for line in dumped.splitlines()]
+
+
+def _logistic_lines(logistic: Logistic, indent: int = 0) -> list[str]:
+    pad = " " * indent
+    params = ", ".join(f"{p:.10g}" for p in logistic.params)
+    return [
+        f"{pad}logistic:",
+        f"{pad}  params: [{params}]",
+        *_text("source", logistic.source, indent + 2),
+    ]
+
+
+def _replace_entry(text: str, key: str, lines: list[str]) -> str:
+    """Replace the top-level ``key:`` entry (up to the next top-level key), or append it."""
+    block = "\n".join(lines) + "\n"
+    entry = re.compile(rf"^{re.escape(key)}:.*?(?=^\S|\Z)", re.S | re.M)
+    if entry.search(text):
+        return entry.sub(lambda _: block, text, count=1)
+    return text + ("" if text.endswith("\n") else "\n") + block
+
+
+def _replace_file(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_card_logistic(path: Path, logistic: Logistic, notes: str | None = None) -> ToolCard:
+    """Set a card file's logistic (and, if given, its notes), leaving every other line as
+    written so a refit is a small diff; the file is only replaced if the result loads as the
+    same card with just those fields changed."""
+    old = load_card(path)
+    text = _replace_entry(path.read_text(encoding="utf-8"), "logistic", _logistic_lines(logistic))
+    changes: dict[str, object] = {"logistic": logistic}
+    if notes is not None:
+        text = _replace_entry(text, "notes", _text("notes", notes))
+        changes["notes"] = notes
+    try:
+        new = ToolCard.model_validate(yaml.safe_load(text))
+    except (yaml.YAMLError, ValidationError) as e:  # a bug in this writer, not in the card
+        raise ConfigError(f"{path}: rewriting the card would break it: {e}") from None
+    same = new.model_dump(exclude=set(changes)) == old.model_dump(exclude=set(changes))
+    written = new.logistic is not None and new.logistic.source == logistic.source
+    if not (same and written and new.notes == (old.notes if notes is None else notes)):
+        raise ConfigError(f"{path}: rewriting the card would change more than {sorted(changes)}")
+    _replace_file(path, text)
+    return new
+
+
+def write_overlay(path: Path, tools: Mapping[str, Logistic], header: str = "") -> None:
+    """A calibration overlay ``{tools: {name: {params, source}}}`` as ``load_overlay`` reads
+    it, after the ``header`` comment lines; the file is replaced atomically."""
+    body = {
+        name: {"params": [float(p) for p in lg.params], "source": lg.source}
+        for name, lg in tools.items()
+    }
+    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    text = comment + yaml.safe_dump({"tools": body}, sort_keys=False, allow_unicode=True)
+    _replace_file(Path(path), text)

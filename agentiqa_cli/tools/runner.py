@@ -3,16 +3,22 @@
 pyiqa metrics are built lazily on first use; a metric that cannot be built (weights
 missing and not downloadable, say) is remembered as unavailable, so every later image
 gets a one-line error for that tool instead of a retry or a crash.
+
+pyiqa prints download and loading messages on stdout, which belongs to the results table
+and ``--json``. Metrics are built in worker threads, so swapping ``sys.stdout`` for the
+duration (``contextlib.redirect_stdout``) would also divert what the main thread prints
+meanwhile, and two overlapping builds can leave stdout pointing at stderr for good. Instead
+``sys.stdout`` is routed per thread while any build runs (``_StdoutRouter``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
 
 from agentiqa_cli.errors import ConfigError, ToolUnavailableError
 from agentiqa_cli.imaging.load import LoadedImage
@@ -132,6 +138,63 @@ class ToolRunner:
             return False, str(e)
 
 
+class _Routed:
+    """What ``sys.stdout`` is while metrics are built: threads that are building one write
+    to stderr, every other thread to the stream it replaced."""
+
+    def __init__(self, target: TextIO, builders: dict[int, int]):
+        self.target = target
+        self._builders = builders
+
+    def _stream(self) -> TextIO:
+        return sys.stderr if threading.get_ident() in self._builders else self.target
+
+    def write(self, text: str) -> int:
+        return self._stream().write(text)
+
+    def writelines(self, lines: Any) -> None:
+        self._stream().writelines(lines)
+
+    def flush(self) -> None:
+        self._stream().flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer ...
+        return getattr(self.target, name)
+
+
+class _StdoutRouter:
+    """Installs ``_Routed`` as ``sys.stdout`` while at least one thread builds a metric and
+    puts the original back after the last one, unless someone else replaced it meanwhile."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._builders: dict[int, int] = {}  # thread id → nesting depth
+        self._routed: _Routed | None = None
+
+    @contextmanager
+    def prints_to_stderr(self) -> Iterator[None]:
+        me = threading.get_ident()
+        with self._lock:
+            if self._routed is None:
+                self._routed = _Routed(sys.stdout, self._builders)
+                sys.stdout = self._routed
+            self._builders[me] = self._builders.get(me, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._builders[me] -= 1
+                if not self._builders[me]:
+                    del self._builders[me]
+                if not self._builders and self._routed is not None:
+                    if sys.stdout is self._routed:
+                        sys.stdout = self._routed.target
+                    self._routed = None
+
+
+_STDOUT = _StdoutRouter()
+
+
 def build_pyiqa_metric(card: ToolCard, device: str) -> Any:
     """Create the pyiqa metric and check the card agrees with pyiqa on direction."""
     try:
@@ -140,7 +203,7 @@ def build_pyiqa_metric(card: ToolCard, device: str) -> Any:
         raise ToolUnavailableError(f"{card.name}: pyiqa is not importable ({e})") from None
     try:
         # pyiqa prints download progress on stdout, which belongs to our table/--json
-        with contextlib.redirect_stdout(sys.stderr):
+        with _STDOUT.prints_to_stderr():
             metric = pyiqa.create_metric(card.metric, device=device, as_loss=False)
     except Exception as e:
         # pyiqa raises whatever urllib/huggingface_hub raise when weights cannot be fetched

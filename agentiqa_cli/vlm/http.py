@@ -9,7 +9,6 @@ vLLM ignores them silently, which would leave generation unconstrained.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import random
 import time
@@ -352,32 +351,3 @@ def _retry_after(resp: httpx.Response) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None  # an HTTP date: rare from model servers; plain backoff is fine
-
-
-def parse_json_reply(reply: VLMReply, schema: dict[str, Any] | None = None) -> Any:
-    """The reply's JSON value, checked against ``schema`` when ``jsonschema`` is installed."""
-    try:
-        value = json.loads(reply.text)
-    except json.JSONDecodeError as e:
-        raise VLMError(f"VLM reply is not valid JSON ({e.msg} at char {e.pos})") from None
-    if schema is not None:
-        try:
-            import jsonschema
-        except ImportError:
-            return value
-        error = jsonschema.exceptions.best_match(
-            jsonschema.validators.validator_for(schema)(schema).iter_errors(value)
-        )
-        if error is not None:
-            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-            raise VLMError(f"VLM reply does not match its schema at {where}: {error.message}")
-    return value
-
-
-def check_choice(reply: VLMReply, choices: list[str]) -> str:
-    """The reply's answer, which must be exactly one of ``choices``."""
-    answer = reply.text.strip()
-    if answer not in choices:
-        shown = answer if len(answer) <= 40 else answer[:37] + "..."
-        raise VLMError(f"VLM answered {shown!r}, not one of {', '.join(choices)}")
-    return answer
