@@ -79,8 +79,11 @@ class PlanSwitches(Record):
 # What the planner may generate: at most 4 objects with names of 1-40 characters, at most
 # 7 categories for each, at most 4 tools named by the run (``Decode``: decoding-only bounds;
 # the rules planner keeps to the same limits).
+MAX_SCOPES = 4  # objects a plan may name: the planner's schema and the rules planner
 _ScopeName = Annotated[str, Decode(min_length=1, max_length=40)]
-_ScopeKeys = Decode(key_pattern=r"^[A-Za-z0-9][A-Za-z0-9 ',_-]{0,39}$", min_items=1, max_items=4)
+_ScopeKeys = Decode(
+    key_pattern=r"^[A-Za-z0-9][A-Za-z0-9 ',_-]{0,39}$", min_items=1, max_items=MAX_SCOPES
+)
 _PlanCategories = Annotated[list[Category], Decode(min_items=1, max_items=len(CATEGORIES))]
 _ToolName = Annotated[str, Decode(enum_from="tool_names")]
 
@@ -89,7 +92,9 @@ class Plan(Record):
     """The planner's output (seed 000 §3.1, Appendix A.2)."""
 
     query_type: Literal["IQA", "Other"]
-    query_scope: Annotated[list[_ScopeName], Decode(min_items=1, max_items=4)] | Literal["Global"]
+    query_scope: (
+        Annotated[list[_ScopeName], Decode(min_items=1, max_items=MAX_SCOPES)] | Literal["Global"]
+    )
     distortion_source: Literal["explicit", "inferred"]
     distortions: Annotated[dict[str, _PlanCategories], _ScopeKeys] | None = None
     reference_mode: Literal["Full-Reference", "No-Reference"]

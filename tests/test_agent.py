@@ -276,3 +276,33 @@ def test_mcq_tracks_are_answered_from_their_component(
     shown = vlm.calls("interpret")[0].messages[0].text
     assert ("grain in flat areas" in shown) == (track != "planner")  # the analysis
     assert bool(r.tools) == (track in ("executor-tool", None))
+
+
+def test_mcq_with_more_than_six_options(tmp_path: Path) -> None:
+    settings = make_session(tmp_path)
+    options = {letter: f"option {letter}" for letter in "ABCDEFGH"}
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
+                       "interpret": dict(INTERPRET_A, final_answer="H")})  # fmt: skip
+    (item,) = pairs(tmp_path, 1, settings)
+
+    async def go() -> Any:
+        async with Runtime(settings, vlm=vlm) as rt:
+            return await (await rt.agent("Which one?")).answer(item, options)
+
+    assert asyncio.run(go()).choice == "H"
+    schema = json.dumps(vlm.calls("interpret")[0].json_schema)
+    assert '"H"' in schema and '"I"' not in schema  # only this question's letters
+
+
+def test_rules_planner_names_at_most_as_many_objects_as_the_schema() -> None:
+    from agentiqa_cli.agent.planner_rules import plan_query
+    from agentiqa_cli.agent.prompts import load_prompts
+    from agentiqa_cli.records import MAX_SCOPES
+    from agentiqa_cli.resources import default_prompts_dir
+
+    query = "Are the dog, the cat, the tree, the car, the house and the bike in focus?"
+    plan = plan_query(query, False, ["noise"])
+    assert plan.query_scope != "Global" and len(plan.query_scope) == MAX_SCOPES
+    schema = load_prompts(default_prompts_dir())["planner"].schema_for(tool_names=["noise"])
+    scope = schema["properties"]["query_scope"]
+    assert MAX_SCOPES in [b.get("maxItems") for b in scope["anyOf"]]

@@ -371,8 +371,9 @@ def test_schema_for_needs_its_values(prompts: dict[str, PromptSpec]) -> None:
         prompts["select"].schema_for(distortions={"Global": ["Noise"]})
     with pytest.raises(ConfigError, match="empty"):
         prompts["planner"].schema_for(tool_names=[])
+    assert option_letters(8)[-1] == "H"  # as many options as a question file may hold
     with pytest.raises(ConfigError):
-        option_letters(7)
+        option_letters(27)
 
 
 # -- loader errors ---------------------------------------------------------------------------
@@ -395,7 +396,7 @@ def _write(tmp_path: Path, role: str, **changes: Any) -> Path:
         ("detect", {"version": "v1"}, "version", "semver"),
         ("summarize", {"schema": {"type": "object"}}, "", "comes from its reply model"),
         ("detect", {"name": "spotter"}, "name", "no role named 'spotter'"),
-        ("interpret", {"example": {"final_answer": "Z", "quality_reasoning": "r"}}, "", "example"),
+        ("interpret", {"example": {"final_answer": "AB", "quality_reasoning": "r"}}, "", "example"),
         ("detect", {"defaults": {"nope": 1}}, "defaults", "undeclared inputs: nope"),
     ],
 )

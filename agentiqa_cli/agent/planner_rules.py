@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from agentiqa_cli.records import Category, Plan, PlanSwitches
+from agentiqa_cli.records import MAX_SCOPES, Category, Plan, PlanSwitches
 
 # Order matters only for the order categories are reported in: first mention first.
 _DISTORTION_PATTERNS: tuple[tuple[Category, str], ...] = (
@@ -86,7 +86,6 @@ _BARE_OBJECTS = _words("background foreground sky subject face faces text person
 _COLOUR_ADJECTIVES = _words(
     "red orange yellow green blue purple violet pink brown black white grey gray golden"
 )
-_MAX_SCOPES = 8
 _MAX_SCOPE_CHARS = 40
 
 # Tool names that are also ordinary words count only when written in capitals.
@@ -161,7 +160,7 @@ def _scopes(text: str, tool_words: set[str]) -> list[str]:
         if tok in _BARE_OBJECTS and i not in used:
             scopes.append(tok)
         i += 1
-    return list(dict.fromkeys(scopes))[:_MAX_SCOPES]
+    return list(dict.fromkeys(scopes))[:MAX_SCOPES]
 
 
 def _compact(s: str) -> str:

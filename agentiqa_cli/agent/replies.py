@@ -38,7 +38,11 @@ __all__ = [
     "SelectReply",
 ]
 
-Letter = Literal["A", "B", "C", "D", "E", "F"]
+# as many letters as a question file may give options (bench/mcq.py accepts A-Z)
+Letter = Literal[
+    "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M",
+    "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z",
+]  # fmt: skip
 OPTION_LETTERS = "".join(get_args(Letter))  # InterpretReply.final_answer's alphabet
 
 Explanation = Annotated[str, Field(max_length=200)]

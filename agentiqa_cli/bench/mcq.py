@@ -19,13 +19,13 @@ import csv
 import difflib
 import json
 import re
-import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentiqa_cli.agent.replies import OPTION_LETTERS
 from agentiqa_cli.bench.mcq_examples import make_example_mcq
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.errors import ConfigError
@@ -95,14 +95,14 @@ def _track(name: str) -> str:
 
 def _options(raw: list[str] | dict[str, str]) -> dict[str, str]:
     if isinstance(raw, list):
-        if len(raw) > 26:
-            raise ValueError("at most 26 options")
-        opts = dict(zip(string.ascii_uppercase, (t.strip() for t in raw), strict=False))
+        if len(raw) > len(OPTION_LETTERS):
+            raise ValueError(f"at most {len(OPTION_LETTERS)} options")
+        opts = dict(zip(OPTION_LETTERS, (t.strip() for t in raw), strict=False))
     else:
         opts = {}
         for k, v in raw.items():
             letter = k.strip().rstrip(".)").upper()
-            if len(letter) != 1 or letter not in string.ascii_uppercase:
+            if len(letter) != 1 or letter not in OPTION_LETTERS:
                 raise ValueError(f"option key {k!r} is not a letter")
             if letter in opts:
                 raise ValueError(f"option {letter} given twice")
