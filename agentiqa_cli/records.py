@@ -122,6 +122,9 @@ class ToolScore(Record):
     seconds: float = 0.0
     error: str | None = None
     distortion: str | None = None  # the distortion it was selected for, if any
+    # False: its card has no fitted logistic, so ``norm`` keeps order but not the 1-5
+    # scale, and fusions leave it out (``scoring.fusable``)
+    calibrated: bool = True
 
     @property
     def ok(self) -> bool:

@@ -8,11 +8,18 @@ from statistics import fmean
 
 from agentiqa_cli.batch import Pair, trace_tool_scores
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.records import Result, level_of
+from agentiqa_cli.records import Result, ToolScore, level_of
 from agentiqa_cli.tools.cards import ToolCard
 from agentiqa_cli.tools.runner import ToolRunner
 
 FUSIONS = ("mean", "min")
+
+
+def fusable(scores: Sequence[ToolScore]) -> list[float]:
+    """The normalized scores a fusion may use: tools that ran, on a calibrated scale. An
+    uncalibrated card's linear map keeps order, not the 1-5 scale that Eq. 4 and the mean
+    assume, so it is reported but not fused until `agentiqa calibrate` fits it."""
+    return [s.norm for s in scores if s.ok and s.calibrated and s.norm is not None]
 
 
 def fuse_tools(norms: Sequence[float], fusion: str = "mean") -> float:
@@ -44,13 +51,22 @@ class ToolScorer:
             self.runner.run_many, self.cards, pair.image, pair.reference
         )
         trace_tool_scores(pair, scores)
-        ok = [s.norm for s in scores if s.ok and s.norm is not None]
+        ok = fusable(scores)
         failed = [s for s in scores if not s.ok]
+        loose = [s.tool for s in scores if s.ok and not s.calibrated]
         result = pair.result()
         result.tools = scores
         if ok:
             result.score = fuse_tools(ok, self.fusion)
             result.level = level_of(result.score)
+        if loose and not ok:
+            failed.append(
+                ToolScore(
+                    tool=loose[0],
+                    error=f"{', '.join(loose)}: no fitted logistic on the card, so not on the "
+                    "1-5 scale (fit it with `agentiqa calibrate`, apply with --calibration)",
+                )
+            )
         if failed:
             msg = "; ".join(s.error or f"{s.tool} failed" for s in failed)
             if not ok:

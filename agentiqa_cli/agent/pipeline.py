@@ -43,7 +43,7 @@ from agentiqa_cli.records import (
     Usage,
     level_of,
 )
-from agentiqa_cli.scoring import fuse_tools
+from agentiqa_cli.scoring import fusable, fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
 from agentiqa_cli.tools.runner import ToolRunner
 
@@ -167,7 +167,7 @@ class Agent:
             plan = await self._replan(plan, pair, summary.reasoning, usage, round_ + 1)
 
         assert summary is not None
-        norms = [s.norm for s in scores if s.ok and s.norm is not None]
+        norms = fusable(scores)
         qbar = fuse_tools(norms, self.opt.fusion) if norms else None
         p = softmax_levels(reply_lp) if reply_lp else None
         # a score needs evidence: tool scores, or the VLM's level probabilities

@@ -62,6 +62,9 @@ def tools_show(name: str, tool_cards: CardsDir = None, config: ConfigOpt = None)
 
     rt = Runtime(load_settings({"cards_dir": tool_cards}, config))
     card = rt.cards.get(name)
+    problem = card.curve_problem()
+    if problem:
+        ui.warn(problem)
     sys.stdout.write(
         yaml.safe_dump(card.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
     )

@@ -84,6 +84,26 @@ class ToolCard(BaseModel):
     def calibrated(self) -> bool:
         return self.logistic is not None
 
+    def curve_problem(self, steps: int = 200) -> str | None:
+        """Where the normalizing curve runs against the card's direction over raw_range
+        (seed 000 Table 5 has such rows), or None. Such a card ranks some better raws
+        below worse ones until `agentiqa calibrate` refits it."""
+        lo, hi = self.raw_range
+        xs = [lo + (hi - lo) * i / steps for i in range(steps + 1)]
+        ys = [self.normalize(x) for x in xs]
+        sign = -1.0 if self.lower_better else 1.0
+        drops = [
+            (xs[i], ys[i] - ys[i + 1]) for i in range(steps) if sign * (ys[i + 1] - ys[i]) < -1e-3
+        ]
+        if not drops:
+            return None
+        at, _ = max(drops, key=lambda d: abs(d[1]))
+        return (
+            f"{self.name}: the normalizing curve is not monotone over raw {lo:g}..{hi:g} "
+            f"(it runs the wrong way near raw {at:.3g}; 1-5 range {min(ys):.2f}..{max(ys):.2f}); "
+            "refit it with `agentiqa calibrate` and apply with --calibration"
+        )
+
     @property
     def category(self) -> Category | None:
         """The category a detector's findings report: the first of ``distortions``."""

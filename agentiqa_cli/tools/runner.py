@@ -100,6 +100,7 @@ class ToolRunner:
                 raw=raw,
                 norm=card.normalize(raw),
                 seconds=time.perf_counter() - t0,
+                calibrated=card.calibrated,
             )
         except ToolUnavailableError as e:
             return ToolScore(tool=card.name, error=str(e), seconds=time.perf_counter() - t0)
