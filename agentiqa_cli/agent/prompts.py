@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentiqa_cli.agent.probe_records import ProbeFinalReply, ProbeTurnReply
 from agentiqa_cli.agent.replies import (
     AnalyzeReply,
     DetectReply,
@@ -66,6 +67,9 @@ REPLY_MODELS: dict[str, type[BaseModel]] = {
     "select": SelectReply,
     "summarize": ScoreReply,
     "interpret": InterpretReply,
+    # optional roles (not in ROLES): validated when their files are present
+    "probe": ProbeTurnReply,
+    "probe_final": ProbeFinalReply,
 }
 
 OPTION_LETTERS = "ABCDEF"  # InterpretReply.final_answer's alphabet
