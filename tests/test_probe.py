@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 from scipy import ndimage
 from skimage import data
 
@@ -340,6 +340,7 @@ def test_a_failed_judgement_falls_back_to_the_tentative_score(small: LoadedImage
     asker = Scripted(lambda v: crop_reply([0.0, 0.0, 0.5, 0.5], score=3.5), fail_final=True)
     out = probe(asker, small, turns=2)
     assert out.stop == "error" and out.final_score == 3.5
+    assert [c.status for c in out.crops] == ["Unjudged"] and out.penalty == 0.0
     assert any("server went away" in n for n in out.notes)
 
 
@@ -477,6 +478,33 @@ def test_an_ordinary_jpeg_with_a_smooth_sky_is_left_alone(
     c[:rows] = sky
     image = load_image(save_rgb(tmp_path / "sky.jpg", c, quality=quality))
     out = probe_rules(image)
+    assert out.degraded == [], [(x.type, x.severity, x.pixels) for x in out.degraded]
+
+
+def _flat_graphic(side: int = 2048, shapes: int = 60) -> np.ndarray:
+    """Flat-colour discs and triangles with hard edges, as in vector wallpapers."""
+    rng = np.random.default_rng(0)
+    im = Image.new("RGB", (side, side), (40, 44, 52))
+    draw = ImageDraw.Draw(im)
+    for _ in range(shapes):
+        x, y = (int(v) for v in rng.integers(0, side, 2))
+        r = int(rng.integers(40, 300))
+        colour = tuple(int(v) for v in rng.integers(0, 255, 3))
+        if rng.random() < 0.5:
+            draw.ellipse([x - r, y - r, x + r, y + r], fill=colour)
+        else:
+            corners = [tuple(int(v) for v in rng.integers(0, side, 2)) for _ in range(3)]
+            draw.polygon(corners, fill=colour)
+    return np.asarray(im, np.float32) / 255
+
+
+@pytest.mark.parametrize("kind", ["graphic", "seams"])
+def test_flat_graphics_and_straight_edges_are_not_artefacts(kind: str) -> None:
+    """Flat runs beside hard edges are not a mosaic unless the edges form a lattice, and
+    one strong straight edge inside a cell (here the seams between the canvas's photos,
+    shifted off the cell grid) is not a JPEG grid."""
+    px = _flat_graphic() if kind == "graphic" else _photo_canvas()[37:, 61:]
+    out = probe_rules(loaded(px))
     assert out.degraded == [], [(x.type, x.severity, x.pixels) for x in out.degraded]
 
 

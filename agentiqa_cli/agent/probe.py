@@ -231,6 +231,13 @@ class _Probe:
             )
         )
 
+    def _failed(self, t: int, note: str) -> ProbeOutcome:
+        """A later call failed: the last tentative score stands, the crops stay unjudged."""
+        assert self.last_score is not None
+        self.notes.append(note)
+        self.emit("probe", {"method": "vlm", "turn": t, "action": "final", "note": note})
+        return self._outcome(self.last_score, "error", [c.record() for c in self.book.crops])
+
     async def run(self) -> ProbeOutcome:
         shown: list[Crop] = []  # crops cut in the previous turn, attached to the next one
         stop: Stop | None = None
@@ -244,8 +251,7 @@ class _Probe:
             except VLMError as e:
                 if self.last_score is None:
                     raise
-                self.notes.append(f"turn {t} failed: {e}")
-                return self._outcome(self.last_score, "error", [])
+                return self._failed(t, f"turn {t} failed: {e}")
             shown, stop = self._take(t, reply)
         # no crop was ever cut: the tentative score is the judgement
         assert self.last_score is not None
@@ -290,9 +296,7 @@ class _Probe:
                 self._input(ProbeFinalInput, t, crops, forced=stop == "limit")
             )
         except VLMError as e:
-            self.notes.append(f"final judgement failed: {e}")
-            assert self.last_score is not None
-            return self._outcome(self.last_score, "error", [c.record() for c in crops])
+            return self._failed(t, f"final judgement failed: {e}")
         judged = [count(r, self.subject) for r in _judge(reply, crops, self.notes)]
         self.records.append(
             TurnRecord(

@@ -134,19 +134,59 @@ def visible_steps(gray: F32, level: float = 4 / 255, share: float = 0.01) -> boo
     return bool(max(dx.mean(), dy.mean()) >= share) if dx.size and dy.size else False
 
 
+def flat_runs(gray: F32, share: float = 0.5) -> bool:
+    """Whether most neighbour steps along both axes are exactly nothing (below half an 8-bit
+    level): inside mosaic blocks they are; across textured content, or beside one strong
+    edge (which the pixelation reading mistakes for repeated columns), they are not."""
+    dx = np.abs(np.diff(gray, axis=1)) < 0.5 / 255
+    dy = np.abs(np.diff(gray, axis=0)) < 0.5 / 255
+    return bool(min(dx.mean(), dy.mean()) >= share) if dx.size and dy.size else False
+
+
+def lattice_lines(c: F32, max_period: int = 32, share: float = 0.6) -> int:
+    """How many evenly spaced lines carry the step energy ``c`` (per column, or per row):
+    the most, over periods 3..``max_period``, of the strong lines on the phase holding at
+    least ``share`` of all the energy. A mosaic's block edges form such a lattice; the
+    edges of a flat-colour graphic (arcs, diagonals, a single straight border) do not."""
+    total = float(c.sum())
+    if total <= 0:
+        return 0
+    strong = c >= 0.2 / 255  # off the lattice, a mosaic has no steps at all
+    best = 0
+    for period in range(3, min(max_period, c.size // 3) + 1):
+        n = (c.size // period) * period
+        phases = c[:n].reshape(-1, period)
+        p = int(np.argmax(phases.sum(axis=0)))
+        if phases[:, p].sum() >= share * total:
+            best = max(best, int(strong[:n].reshape(-1, period)[:, p].sum()))
+    return best
+
+
+def mosaic_like(gray: F32, lines: int = 4) -> bool:
+    """Flat blocks (``flat_runs``) with hard edges (``visible_steps``) on a lattice of at
+    least ``lines`` lines along both axes."""
+    if not (visible_steps(gray) and flat_runs(gray)):
+        return False
+    cols = np.abs(np.diff(gray, axis=1)).mean(axis=0)
+    rows = np.abs(np.diff(gray, axis=0)).mean(axis=1)
+    return min(lattice_lines(cols), lattice_lines(rows)) >= lines
+
+
 def grid_excess(gray: F32, period: int = 8) -> float:
     """How far the strongest phase of an 8-px grid stands out above the median phase, in
-    luma (mean of both axes): the blockiness detector's ratio, but absolute, so that
-    one-level steps in a flat sky, large relative to nothing, do not count."""
+    luma (the smaller of the two axes' values). Like the blockiness detector's ratio, but
+    absolute, so that one-level steps in a flat sky (large relative to nothing) do not
+    count, and with each phase's *median* over the periods, so that one strong straight
+    edge (a horizon, a seam) is not a grid: JPEG blocking repeats in every period."""
     out = []
     for axis in (1, 0):
         c = np.abs(np.diff(gray, axis=axis)).mean(axis=1 - axis)
         n = (c.size // period) * period
         if n < 2 * period:
             return 0.0
-        phases = np.sort(c[:n].reshape(-1, period).mean(axis=0))
+        phases = np.sort(np.median(c[:n].reshape(-1, period), axis=0))
         out.append(float(phases[-1] - np.median(phases)))
-    return float(np.mean(out))
+    return float(min(out))
 
 
 def cell_energy(gray: F32, xs: list[int], ys: list[int], side: int) -> F32:
