@@ -456,6 +456,15 @@ def test_rules_probe_finds_a_local_patch_the_global_view_misses(
     assert probe_rules(bad).model_dump() == out.model_dump()  # deterministic
 
 
+def test_what_the_global_view_already_saw_is_not_charged_twice(
+    canvases: dict[str, LoadedImage],
+) -> None:
+    # the caller's whole-image readings are used: here they say the whole image is pixelated
+    seen = probe_rules(canvases["mosaic"], readings={"pixelation": 0.9}, base_score=2.0)
+    assert not [c for c in seen.degraded if c.type == "mosaic"]
+    assert seen.base_score == 2.0 and seen.final_score == 2.0
+
+
 def test_rules_probe_traces_and_keeps_the_turn_budget(canvases: dict[str, LoadedImage]) -> None:
     steps: list[str] = []
     out = probe_rules(canvases["mosaic"], emit=lambda s, p: steps.append(s), turns=1)

@@ -42,7 +42,7 @@ Deterministic: no randomness, cells and candidates in a fixed order.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
@@ -130,7 +130,7 @@ def _suspects(image: LoadedImage, cards: CardSet, glob: dict[str, Reading]) -> l
             for name, r in got.items():
                 norms[name][i, j] = np.nan if r.norm is None else r.norm
                 sevs[name][i, j] = severity_rank(r.severity)
-    gray = luma(image)
+    gray: F32 | None = None  # made only when some cell gets as far as the gate
     suspect = np.zeros((len(ys), len(xs)), dtype=bool)
     which: dict[tuple[int, int], dict[str, int]] = {}
     for name in names:
@@ -144,6 +144,7 @@ def _suspects(image: LoadedImage, cards: CardSet, glob: dict[str, Reading]) -> l
         cut = float(np.nanmedian(n)) - rule.below_median
         for i, j in np.argwhere((sevs[name] >= floor) & (n <= cut)).tolist():
             x, y = xs[j], ys[i]
+            gray = luma(image) if gray is None else gray
             if rule.gate(gray[y : y + side, x : x + side]):
                 suspect[i, j] = True
                 which.setdefault((i, j), {})[name] = int(sevs[name][i, j])
@@ -226,16 +227,24 @@ def probe_rules(
     base_score: float | None = None,
     pixel_budget: int | None = None,
     subject: SubjectRecord | None = None,
+    readings: Mapping[str, float] | None = None,
 ) -> ProbeOutcome:
     """Probe ``image`` with the built-in detectors; up to ``turns - 1`` crop turns of at
-    most three crops, then the final judgement (the VLM loop's budget). ``base_score``
-    defaults to the mean normalized score of the built-in detectors on the whole image."""
+    most three crops, then the final judgement (the VLM loop's budget).
+
+    ``base_score`` defaults to the mean normalized score of the built-in detectors on the
+    whole image (``agentiqa score``'s default fusion); the pipeline passes its own fused
+    score. ``readings``: raw whole-image readings of built-in detectors the caller already
+    has (tool name → raw), so they are not measured twice. ``pixel_budget`` only sets the
+    crops' ``sent_size`` (the rules version sends nothing). ``subject`` defaults to
+    ``find_subject(image, cards)``.
+    """
     if turns < 1:
         raise ValueError(f"turns must be at least 1, got {turns}")
     cards = cards or default_cards()
     emit = emit or _no_emit
     w, h = image.size
-    glob = read(image, DETECTORS, cards)
+    glob = read(image, DETECTORS, cards, known=readings)
     base = float(base_score) if base_score is not None else _base(glob)
     sub = subject or find_subject(image, cards)
     queue = _suspects(image, cards, glob)

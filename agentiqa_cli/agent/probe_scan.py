@@ -12,7 +12,7 @@ on half tiles, where the blur measure has enough 32-px tiles to choose from.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -104,14 +104,20 @@ class Reading:
     reason: str
 
 
-def read(image: LoadedImage, names: Iterable[str], cards: CardSet) -> dict[str, Reading]:
-    """The named detectors' readings on ``image``, with severities from ``findings``."""
+def read(
+    image: LoadedImage,
+    names: Iterable[str],
+    cards: CardSet,
+    known: Mapping[str, float] | None = None,
+) -> dict[str, Reading]:
+    """The named detectors' readings on ``image``, with severities from ``findings``;
+    ``known`` raw readings (already measured by the caller) are not measured again."""
     out: dict[str, Reading] = {}
     for name in names:
         fn = DETECTORS.get(name)
         if fn is None or name not in cards:
             continue  # a detector the reworked set no longer has, or a card the user dropped
-        raw = float(fn(image))
+        raw = float(known[name]) if known and name in known else float(fn(image))
         found = findings({name: raw}, cards)
         if not found:  # NaN reading, or a monochrome exemption
             continue
