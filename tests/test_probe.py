@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -568,6 +569,42 @@ def test_probe_prompts_are_bounded_and_examples_validate(
     jsonschema.Draft202012Validator(schema).validate(spec.example)
     REPLY_MODELS[role].model_validate(spec.example)
     assert list(schema["properties"]) == list(REPLY_MODELS[role].model_fields)
+
+
+def _numbers(schema: Any, path: str = "$") -> list[tuple[str, list[float]]]:
+    """Every numeric enum in a schema, with where it is."""
+    found: list[tuple[str, list[float]]] = []
+    if isinstance(schema, dict):
+        enum = schema.get("enum")
+        if enum and all(isinstance(v, int | float) for v in enum):
+            found.append((path, enum))
+        for k, v in schema.items():
+            found += _numbers(v, f"{path}.{k}")
+    elif isinstance(schema, list):
+        for i, v in enumerate(schema):
+            found += _numbers(v, f"{path}[{i}]")
+    return found
+
+
+@pytest.mark.parametrize("role", ["probe", "probe_final"])
+def test_numbers_are_bounded_grids_within_the_reply_models(
+    prompts: dict[str, Any], role: str
+) -> None:
+    """A bare JSON number lets constrained decoding run on through its digits: every number
+    in the probe schemas is an enum, on a grid inside the reply model's bounds."""
+    schema = (
+        prompts[role].schema_for(crop_ids=["crop1"])
+        if role == "probe_final"
+        else (prompts[role].schema_for())
+    )
+    assert '"number"' not in json.dumps(schema)
+    grids = dict(_numbers(schema))
+    for path, values in grids.items():
+        bounds = {"score": (1.0, 5.0), "penalty": (0.0, 2.0), "boxes": (0.0, 1.0)}
+        lo, hi = next(b for key, b in bounds.items() if key in path)
+        assert min(values) == lo and max(values) == hi, path
+        assert len(values) >= 41, path
+    assert len(grids) == (2 if role == "probe" else 3)
 
 
 def test_final_schema_wants_one_verdict_per_crop_in_order(prompts: dict[str, Any]) -> None:

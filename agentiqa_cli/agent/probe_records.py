@@ -118,7 +118,7 @@ class CropVerdict(_Rec):
     id: str = Field(max_length=16)
     status: Literal["Clean", "Degraded"]
     type: ArtefactType
-    reasoning: str = Field(max_length=300)
+    reasoning: str = Field(max_length=200)
     penalty: float = Field(ge=0.0, le=2.0)
 
 
@@ -128,7 +128,7 @@ class ProbeFinalReply(_Rec):
 
     base_score: float = Field(ge=1.0, le=5.0)
     crops: list[CropVerdict] = Field(max_length=3 * MAX_TURNS)
-    summary: str = Field(max_length=400)
+    summary: str = Field(max_length=300)
     final_score: float = Field(ge=1.0, le=5.0)
 
 
