@@ -9,8 +9,10 @@ is ``clip(base - Σ degraded penalties, 1, 5)`` whatever the model wrote.
 Public API::
 
     should_zoom(mode, width, height, pixel_budget) -> bool
-    await probe_vlm(asker, image, pixel_budget=..., turns=6, emit=..., view=...) -> ProbeOutcome
-    probe_rules(image, cards, emit, turns=6, base_score=None, pixel_budget=None) -> ProbeOutcome
+    await probe_vlm(asker, image, *, pixel_budget, turns=6, emit=None, view=None,
+                    subject=None, cards=None) -> ProbeOutcome
+    probe_rules(image, cards=None, emit=None, *, turns=6, base_score=None,
+                pixel_budget=None, subject=None, readings=None) -> ProbeOutcome
 
 ``asker`` is anything with the two coroutines of ``ProbeAsker``; each receives a view that
 carries the images to attach, the variables of ``prompts/probe.yaml`` /
