@@ -52,7 +52,8 @@ class Decode:
     (``agent/schemas.py``): ``enum_from`` a string that is one of its values, ``keys_from``
     a mapping with exactly one key per value, ``items_from`` a list with one item per value.
     ``min_items``/``max_items`` bound a list's items or a mapping's keys; ``key_pattern``
-    is the regex every key of a mapping matches.
+    is the regex every key of a mapping matches; ``grid`` turns a number into an enum of
+    the grid's values over [``low``, ``high``].
     """
 
     enum_from: str | None = None
@@ -63,6 +64,12 @@ class Decode:
     max_items: int | None = None
     min_length: int | None = None
     max_length: int | None = None
+    # a number generated as one of the values low, low + grid, ..., high: a bare JSON number
+    # has no bound on its digits, and a weak model under constrained decoding writes
+    # hundreds of them; low/high default to the field's validated ge/le
+    grid: float | None = None
+    low: float | None = None
+    high: float | None = None
 
 
 class Record(BaseModel):

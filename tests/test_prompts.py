@@ -62,6 +62,12 @@ VARS: dict[str, Any] = {
         "the bird": [AnalysisItem(type="Blurs", severity="slight", explanation="Soft feathers.")]
     },
     "options": ["Sharp", "Slightly blurred", "Very blurred"],
+    # probing turns
+    "turn": 2,
+    "max_turns": 6,
+    "width": 2048,
+    "height": 1536,
+    "crops": [{"id": "crop1", "turn": 1, "box": [0.1, 0.1, 0.4, 0.4], "width": 614, "height": 461}],
 }
 # schema_for arguments matching VARS
 DYNAMIC: dict[str, Any] = {
@@ -69,6 +75,7 @@ DYNAMIC: dict[str, Any] = {
     "scopes": VARS["scopes"],
     "distortions": VARS["distortions"],
     "letters": option_letters(len(VARS["options"])),
+    "crop_ids": ["crop1"],
 }
 IMAGE = ImagePart(sha256="ab" * 32, path="/tmp/x.png")
 

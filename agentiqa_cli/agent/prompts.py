@@ -302,6 +302,8 @@ class PromptSpec(BaseModel):
         if missing:
             raise ConfigError(f"prompt {self.name!r}: missing template variables: {missing}")
         context = {k: context[k] for k in self.inputs}
+        # the string limits of this role's own reply (a name may differ between replies)
+        context["limits"] = string_limits([REPLY_SCHEMAS[self.name]])
         texts: dict[str, str] = {}
         for part, template in self._templates.items():
             try:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentiqa_cli.agent.probe_records import ProbeFinalReply, ProbeTurnReply
 from agentiqa_cli.agent.schemas import reply_schema, schema_problems
 from agentiqa_cli.records import (
     CATEGORIES,
@@ -132,6 +133,8 @@ REPLY_MODELS: dict[str, type[BaseModel]] = {
     "select": SelectReply,
     "summarize": ScoreReply,
     "interpret": InterpretReply,
+    "probe": ProbeTurnReply,
+    "probe_final": ProbeFinalReply,
 }
 
 

@@ -20,12 +20,13 @@ A role's schema in that form is derived from its reply model by ``reply_schema``
 from __future__ import annotations
 
 import copy
+import math
 import re
 import types
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from annotated_types import MaxLen, MinLen
+from annotated_types import Ge, Le, MaxLen, MinLen
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
@@ -300,6 +301,14 @@ def _schema(tp: Any, meta: list[Any]) -> dict[str, Any]:
         }
     if tp is bool:
         return {"type": "boolean"}
+    if tp is float:
+        return {"enum": _grid(tp, meta)}
+    if origin is tuple:
+        items = get_args(tp)
+        if len(set(items)) != 1:
+            raise TypeError(f"{tp}: only tuples of one item type have an output schema")
+        n = len(items)
+        return {"type": "array", "minItems": n, "maxItems": n, "items": _schema(items[0], meta)}
     if tp is str or origin is Literal:
         out: dict[str, Any] = {"type": "string"}
         values = get_args(tp)
@@ -342,9 +351,27 @@ def _schema(tp: Any, meta: list[Any]) -> dict[str, Any]:
     raise TypeError(f"no output schema for {tp!r}")
 
 
+def _grid(tp: Any, meta: list[Any]) -> list[float]:
+    """A number's values under ``Decode(grid=...)``: low, low + grid, ..., high."""
+    decode = [m for m in meta if isinstance(m, Decode)]
+    step = next((m.grid for m in decode if m.grid is not None), None)
+    low = next((m.low for m in decode if m.low is not None), None)
+    high = next((m.high for m in decode if m.high is not None), None)
+    for m in meta:
+        low = float(m.ge) if low is None and isinstance(m, Ge) else low  # type: ignore[arg-type]
+        high = float(m.le) if high is None and isinstance(m, Le) else high  # type: ignore[arg-type]
+    if step is None or low is None or high is None:
+        raise TypeError(f"{tp}: a number needs Decode(grid=...) and bounds (ge/le or low/high)")
+    n = round((float(high) - float(low)) / step)
+    digits = max(0, -math.floor(math.log10(step)) + 1)
+    return [round(float(low) + k * step, digits) for k in range(n + 1)]
+
+
 def string_limits(schemas: Iterable[Any]) -> dict[str, int]:
-    """Every string property's ``maxLength`` by property name, for prompts to quote."""
-    found: dict[str, int] = {}
+    """Every string property's ``maxLength`` by property name, for prompts to quote (each
+    prompt is rendered with its own reply's). A name with different limits in the given
+    schemas is left out, so quoting it fails rather than giving a wrong number."""
+    found: dict[str, set[int]] = {}
 
     def walk(node: Any) -> None:
         if isinstance(node, list):
@@ -353,11 +380,11 @@ def string_limits(schemas: Iterable[Any]) -> dict[str, int]:
         elif isinstance(node, dict):
             for name, sub in node.get("properties", {}).items():
                 limit = sub.get("maxLength") if isinstance(sub, dict) else None
-                if limit is not None and found.setdefault(name, limit) != limit:
-                    raise TypeError(f"property {name!r} has two maxLength values")
+                if limit is not None:
+                    found.setdefault(name, set()).add(int(limit))
             for sub in node.values():
                 walk(sub)
 
     for schema in schemas:
         walk(schema)
-    return found
+    return {name: next(iter(limits)) for name, limits in found.items() if len(limits) == 1}
