@@ -40,6 +40,12 @@ class Settings(BaseModel):
     evidence: bool = Field(
         True, description="show the detectors' readings to the VLM (off: the paper's prompts)"
     )
+    zoom: Literal["off", "on", "auto"] = Field(
+        "auto",
+        description="context-aware probing: close-ups of the original (auto: images above "
+        "4x the VLM pixel budget)",
+    )
+    zoom_turns: int = Field(6, ge=1, le=6, description="VLM calls per probe, final included")
     query: str = DEFAULT_QUERY
     max_pixels: int = Field(100_000_000, ge=1)
     prompts_dir: Path | None = None
@@ -59,7 +65,7 @@ class Settings(BaseModel):
         fields = {"tools", "fusion"}  # the calibration overlay is hashed by content, not path
         if include_agent:
             fields |= {"vlm", "model", "vlm_fallback", "query", "image_pixels", "learned_tools",
-                       "evidence"}  # fmt: skip
+                       "evidence", "zoom", "zoom_turns"}  # fmt: skip
         relevant = self.model_dump(mode="json", include=fields)
         blob = json.dumps([relevant, *parts], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

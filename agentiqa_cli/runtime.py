@@ -193,6 +193,9 @@ class Runtime:
             default_fr=self.settings.tools or [c.name for c in self.cards.default_set(True)],
             fusion=self.settings.fusion,
             show_evidence=self.settings.evidence,
+            zoom=self.settings.zoom,
+            zoom_turns=self.settings.zoom_turns,
+            pixel_budget=self.settings.image_pixels,
         )
         asker = Asker(self.vlm, self.prompts, fallback=fallback)
         return Agent(asker, self.cards, self.runner, options)

@@ -10,10 +10,11 @@ thread so other images' VLM requests proceed meanwhile.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
@@ -27,9 +28,11 @@ from agentiqa_cli.agent.inputs import (
     SelectInput,
     SummarizeInput,
 )
+from agentiqa_cli.agent.probe import ProbeOutcome, probe_rules, probe_vlm, should_zoom
 from agentiqa_cli.agent.replies import AnalyzeReply, ScoreReply
-from agentiqa_cli.agent.roles import Asker
+from agentiqa_cli.agent.roles import Asker, Prober
 from agentiqa_cli.batch import Pair, trace_tool_scores
+from agentiqa_cli.errors import VLMError
 from agentiqa_cli.io.trace import ImageTrace
 from agentiqa_cli.records import (
     LEVELS,
@@ -59,6 +62,9 @@ class AgentOptions:
     default_fr: Sequence[str] = ()
     fusion: str = "mean"  # how the tools' scores combine into q̄ (as `score` fuses them)
     show_evidence: bool = True  # the detectors' readings in the model's prompts
+    zoom: str = "off"  # context-aware probing: off | on | auto (above 4× the pixel budget)
+    zoom_turns: int = 6  # VLM calls a probe may make, the final judgement included
+    pixel_budget: int = 448 * 448  # pixels of an image sent to the VLM
 
 
 class Agent:
@@ -144,6 +150,8 @@ class Agent:
         has_ref = pair.reference is not None
         plan = await self.plan(has_ref, usage, pair.trace)
         evidence = await self._evidence(pair)
+        probe = await self._probe(pair, plan, evidence, usage)
+        local = probe.findings() if probe is not None else []
 
         findings: list[Finding] = []
         scores: list[ToolScore] = []
@@ -151,6 +159,7 @@ class Agent:
         reply_lp: dict[str, float] | None = None
         for round_ in range(MAX_REPLANS + 1):
             findings, scores = await self._measure(plan, pair, evidence, usage)
+            findings += local
             inputs = SummarizeInput(
                 query=self.opt.query,
                 has_reference=has_ref,
@@ -172,6 +181,9 @@ class Agent:
         p = softmax_levels(reply_lp) if reply_lp else None
         # a score needs evidence: tool scores, or the VLM's level probabilities
         score = fuse(qbar, p) if (qbar is not None or p) else None
+        penalty = probe.penalty if probe is not None else 0.0
+        if score is not None and penalty:  # Q-Probe: clip(base - Σ penalties, 1, 5)
+            score = min(5.0, max(1.0, score - penalty))
         result = pair.result()
         result.score = score
         # no score, no level: the summarizer's stated level alone is not a measurement
@@ -187,6 +199,7 @@ class Agent:
                 "p": list(p) if p is not None else None,
                 "qbar": qbar,
                 "fusion": self.opt.fusion,
+                "probe_penalty": penalty if probe is not None else None,
                 "reasoning": summary.reasoning,
                 "levels": list(LEVELS),
             },
@@ -242,6 +255,38 @@ class Agent:
         result.usage = usage
         _trace_final(pair, result, {"final_answer": reply.final_answer, "track": track})
         return result
+
+    async def _probe(
+        self, pair: Pair, plan: Plan, evidence: list[ToolScore], usage: Usage
+    ) -> ProbeOutcome | None:
+        """Context-aware probing (seed 001) when ``zoom`` asks for it: close-ups of the
+        original find local artefacts the global view misses. With the rules backend (or
+        when the VLM fails and ``--vlm-fallback rules`` is set) the rules version runs."""
+        width, height = pair.image.size
+        if plan.query_type != "IQA" or not should_zoom(
+            self.opt.zoom, width, height, self.opt.pixel_budget
+        ):
+            return None
+
+        def emit(step: str, payload: dict[str, Any]) -> None:
+            pair.trace.emit("crop" if step == "crop" else "probe", parsed=_json(payload))
+
+        def rules() -> ProbeOutcome:
+            readings = {s.tool: s.raw for s in evidence if s.raw is not None}
+            return probe_rules(pair.image, self.cards, emit, turns=self.opt.zoom_turns,
+                               pixel_budget=self.opt.pixel_budget, readings=readings)  # fmt: skip
+
+        if self.ask.vlm.name == "rules":
+            return await asyncio.to_thread(rules)
+        prober = Prober(self.ask, usage, pair.trace, self.opt.query, evidence)
+        try:
+            return await probe_vlm(prober, pair.image, pixel_budget=self.opt.pixel_budget,
+                                   turns=self.opt.zoom_turns, emit=emit, cards=self.cards)  # fmt: skip
+        except VLMError as e:
+            if self.ask.fallback is None:
+                raise
+            pair.trace.emit("probe", note=f"probing by the rules version after: {e}")
+            return await asyncio.to_thread(rules)
 
     async def _measure(
         self, plan: Plan, pair: Pair, evidence: list[ToolScore], usage: Usage
@@ -398,6 +443,12 @@ def quoted_query(question: str) -> str:
     or the question itself when it quotes none."""
     m = _QUOTED.search(question)
     return m.group(1).strip() if m else question
+
+
+def _json(payload: dict[str, Any]) -> JsonValue:
+    """A probe's trace payload as plain JSON (tuples, models and numbers alike)."""
+    value: JsonValue = json.loads(json.dumps(payload, default=str))
+    return value
 
 
 def _unanalysed(distortions: dict[str, list[Category]], reason: str) -> list[Finding]:

@@ -26,7 +26,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agentiqa_cli.agent.crops import ZOOM_MODES, Crop, CropBook, should_zoom
 from agentiqa_cli.agent.probe_records import (
@@ -46,7 +46,7 @@ from agentiqa_cli.agent.probe_scan import count, find_subject, finish
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.tools.cards import CardSet
-from agentiqa_cli.vlm.base import ImagePart
+from agentiqa_cli.vlm.base import ImagePart, RoleInput
 
 __all__ = [
     "ARTEFACT_TYPES",
@@ -66,8 +66,9 @@ V = TypeVar("V", bound="_View")
 SCORE_TOLERANCE = 0.05  # a model's own final score this close to ours is not "overridden"
 
 
-class _View(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+class _View(RoleInput):
+    """What one probing call is asked (a role input the Asker renders); ``query`` and
+    ``evidence`` are the agent's, added by whoever asks."""
 
     turn: int = Field(description="this call's number; every call counts toward max_turns")
     max_turns: int
@@ -81,8 +82,10 @@ class _View(BaseModel):
         default_factory=list, description="earlier turns: turn, thought, score, boxes, crops"
     )
     notes: list[str] = Field(default_factory=list, description="why boxes were rejected")
+    query: str = ""
+    evidence: list[dict[str, object]] = Field(default_factory=list)
 
-    def variables(self) -> dict[str, Any]:
+    def variables(self) -> dict[str, object]:
         """The prompt's template variables."""
         return self.model_dump(exclude={"images"})
 
@@ -99,7 +102,7 @@ class ProbeFinalInput(_View):
     role: ClassVar[str] = "probe_final"
     forced: bool = Field(False, description="the turn limit was reached")
 
-    def dynamic(self) -> dict[str, Any]:
+    def dynamic(self) -> dict[str, object]:
         """``schema_for`` values: one verdict per crop, in order."""
         return {"crop_ids": [c["id"] for c in self.crops]}
 

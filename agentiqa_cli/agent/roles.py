@@ -21,7 +21,10 @@ from agentiqa_cli.agent.inputs import (
     PlannerInput,
     SelectInput,
     SummarizeInput,
+    evidence_view,
 )
+from agentiqa_cli.agent.probe import ProbeFinalInput, ProbeTurnInput
+from agentiqa_cli.agent.probe_records import ProbeFinalReply, ProbeTurnReply
 from agentiqa_cli.agent.prompts import PromptSpec
 from agentiqa_cli.agent.replies import (
     AnalyzeReply,
@@ -33,7 +36,7 @@ from agentiqa_cli.agent.replies import (
 from agentiqa_cli.batch import Pair
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.io.trace import ImageTrace
-from agentiqa_cli.records import Plan, PromptRequest, ReplyRecord, Step, Usage
+from agentiqa_cli.records import Plan, PromptRequest, ReplyRecord, Step, ToolScore, Usage
 from agentiqa_cli.vlm.base import VLM, ImagePart, RoleInput, VLMReply, VLMRequest
 
 R = TypeVar("R", bound=BaseModel)
@@ -47,6 +50,8 @@ STEP: dict[str, Step] = {
     "select": "select",
     "summarize": "summarize",
     "interpret": "summarize",
+    "probe": "probe",
+    "probe_final": "probe",
 }
 # enough positions to re-derive the level distribution from the trace
 TRACED_POSITIONS = 32
@@ -170,6 +175,28 @@ class Asker:
     async def _look(self, inputs: RoleInput, model: type[R], usage: Usage, pair: Pair) -> R:
         """A role that looks at the image (and its reference)."""
         return (await self.ask(inputs, model, usage, pair.trace, images_of(pair)))[0]
+
+
+class Prober:
+    """The Asker as context-aware probing's ``ProbeAsker``, for one image: each turn is an
+    ordinary role call (traced, counted, validated), with the agent's query and evidence."""
+
+    def __init__(
+        self, asker: Asker, usage: Usage, trace: ImageTrace, query: str, evidence: list[ToolScore]
+    ):
+        self.asker, self.usage, self.trace = asker, usage, trace
+        self.extra = {"query": query, "evidence": evidence_view(evidence)}
+
+    async def turn(self, view: ProbeTurnInput) -> ProbeTurnReply:
+        inputs = view.model_copy(update=self.extra)
+        return (await self.asker.ask(inputs, ProbeTurnReply, self.usage, self.trace, view.images))[
+            0
+        ]
+
+    async def final(self, view: ProbeFinalInput) -> ProbeFinalReply:
+        inputs = view.model_copy(update=self.extra)
+        reply = await self.asker.ask(inputs, ProbeFinalReply, self.usage, self.trace, view.images)
+        return reply[0]
 
 
 def images_of(pair: Pair) -> list[ImagePart]:

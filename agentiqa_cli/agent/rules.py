@@ -99,6 +99,9 @@ class RulesVLM:
                 return self._summarize(inputs)
             case InterpretInput():
                 return self._interpret(inputs)
+        if inputs is not None and inputs.role in ("probe", "probe_final"):
+            # the agent runs probing's rules version itself (agent/probe_rules.py)
+            raise VLMError("the rules backend does not probe through a model")
         role = type(inputs).__name__ if inputs is not None else "a request without role input"
         raise ValueError(f"rules backend cannot answer {role}")
 

@@ -75,6 +75,8 @@ class Common:
     vlm_fallback: str | None = None
     prompts: Path | None = None
     evidence: bool | None = None
+    zoom: str | None = None
+    zoom_turns: int | None = None
     recursive: bool = False
     out: Path = Path("results.csv")
     trace: Path | None = None
@@ -96,6 +98,8 @@ class Common:
             "vlm_fallback": self.vlm_fallback,
             "prompts_dir": self.prompts,
             "evidence": self.evidence,
+            "zoom": self.zoom,
+            "zoom_turns": self.zoom_turns,
             "recursive": self.recursive or None,
         }
         return load_settings({**shared, **flags}, self.config)
@@ -178,6 +182,26 @@ _VLM = {
                 "--evidence/--no-evidence",
                 help="Show the signal detectors' readings to the VLM (default) or keep them "
                 "out of its prompts, as in the paper.",
+            ),
+        ],
+        None,
+    ),
+    "zoom": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--zoom",
+                help="Context-aware probing, close-ups of the original for local artefacts: "
+                "off | on | auto (default: images above 4x the VLM pixel budget).",
+            ),
+        ],
+        None,
+    ),
+    "zoom_turns": (
+        Annotated[
+            int | None,
+            typer.Option(
+                "--zoom-turns", min=1, max=6, help="VLM calls per probe, the final one included."
             ),
         ],
         None,
