@@ -34,8 +34,10 @@ def photo(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
     return np.asarray(Image.open(p).convert("RGB"), dtype=np.float32) / 255.0
 
 
-def assess(tmp: Path, arrays: dict[str, np.ndarray], query: str | None = None) -> dict[str, object]:
-    settings = Settings(concurrency=2, **({"query": query} if query else {}))
+def assess(
+    tmp: Path, arrays: dict[str, np.ndarray], query: str | None = None, fusion: str = "mean"
+) -> dict[str, object]:
+    settings = Settings(concurrency=2, fusion=fusion, **({"query": query} if query else {}))
     dec = Decoder(10**8)
     pairs = []
     for name, arr in arrays.items():
@@ -139,3 +141,13 @@ def test_agent_ranks_images_as_score_does(tmp_path: Path, photo: np.ndarray) -> 
     pairs_.sort()
     agent_scores = [s for _, s in pairs_]
     assert agent_scores == sorted(agent_scores), pairs_
+
+
+@pytest.mark.parametrize("fusion", ["mean", "min"])
+def test_the_answer_says_the_level_the_score_says(
+    tmp_path: Path, photo: np.ndarray, fusion: str
+) -> None:
+    arrays = {f"noise{lv}": distort(photo, "noise", lv, np.random.default_rng(lv)) for lv in (1, 5)}
+    res = assess(tmp_path, arrays, fusion=fusion)
+    for r in res.values():
+        assert r.answer.lower().startswith(r.level), (fusion, r.score, r.answer)  # type: ignore[attr-defined]

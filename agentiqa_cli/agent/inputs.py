@@ -169,6 +169,8 @@ class _Summarizing(_Looking):
 class SummarizeInput(_Summarizing):
     role: ClassVar[str] = "summarize"
 
+    fusion: str = "mean"  # how the tools' scores combine (a summary must agree with it)
+
     def variables(self) -> dict[str, object]:
         return {
             "query": self.query,

@@ -168,6 +168,7 @@ class Agent:
                 plan=plan,
                 findings=findings,
                 tool_scores=scores,
+                fusion=self.opt.fusion,
             )
             summary, reply = await self.ask.summarize(inputs, usage, pair)
             reply_lp = level_logprobs(reply, SUMMARY_PREFIX)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-from statistics import fmean
 
 from pydantic import BaseModel
 
@@ -34,6 +33,7 @@ from agentiqa_cli.agent.replies import (
 )
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.records import Category, Finding, Plan, ToolScore, level_of
+from agentiqa_cli.scoring import fusable, fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
 from agentiqa_cli.vlm.base import RoleInput, VLMReply, VLMRequest
 
@@ -183,7 +183,8 @@ class RulesVLM:
             return ScoreReply(
                 level="fair", answer="", reasoning="no tool scores yet", sufficient=False
             )
-        qbar = fmean(s.norm for s in scores if s.norm is not None)
+        norms = fusable(scores) or [s.norm for s in scores if s.norm is not None]
+        qbar = fuse_tools(norms, inputs.fusion)  # the level the fused score will say
         level = level_of(qbar)
         visible = sorted(
             (f for f in inputs.findings if f.severity != "none"),
@@ -200,7 +201,7 @@ class RulesVLM:
         asked = yes_no_answer(inputs.query, inputs.plan, inputs.findings)
         answer = asked or answer
         tools = ", ".join(f"{s.tool} {s.norm:.2f}" for s in scores[:4] if s.norm is not None)
-        reasoning = f"{why} Tool scores (1-5): {tools}; mean {qbar:.2f}."
+        reasoning = f"{why} Tool scores (1-5): {tools}; {inputs.fusion} {qbar:.2f}."
         return ScoreReply(
             level=level, answer=answer[:300], reasoning=reasoning[:500], sufficient=True
         )

@@ -47,6 +47,15 @@ CardsDir = Annotated[
         "--tool-cards", help="Folder of tool card YAML files (default: the shipped cards)."
     ),
 ]
+FusionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--fusion",
+        help="How the tools' 1-5 scores combine (score's score, the agent's q̄): mean (the "
+        "paper's) or min (the worst tool, for gating on specialised detectors: one bad "
+        "attribute barely moves a mean of seven).",
+    ),
+]
 Device = Annotated[
     str | None, typer.Option("--device", help="auto | cpu | cuda[:N] for the tools.")
 ]

@@ -12,7 +12,15 @@ import typer
 from agentiqa_cli.batch import BatchSummary, Process
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app
-from agentiqa_cli.cli.options import EXIT_CODES_HELP, Common, Paths, Ref, shared, tool_list
+from agentiqa_cli.cli.options import (
+    EXIT_CODES_HELP,
+    Common,
+    FusionOpt,
+    Paths,
+    Ref,
+    shared,
+    tool_list,
+)
 from agentiqa_cli.config import Settings
 from agentiqa_cli.gate import evaluate_gate
 from agentiqa_cli.imaging.discover import Job
@@ -35,14 +43,7 @@ def score(
         ),
     ] = None,
     ref: Ref = None,
-    fusion: Annotated[
-        str | None,
-        typer.Option(
-            "--fusion",
-            help="mean: the mean of the tools' 1-5 scores (the paper's). min: the worst tool, "
-            "for gating on specialised detectors (one bad attribute barely moves a mean of seven).",
-        ),
-    ] = None,
+    fusion: FusionOpt = None,
 ) -> None:
     """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
@@ -220,9 +221,12 @@ def assess(
             help="Let the agent pick tools that need downloaded weights.",
         ),
     ] = None,
+    fusion: FusionOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
-    settings = opts.settings(query=query, tools=tool_list(tools), learned_tools=learned_tools)
+    settings = opts.settings(
+        query=query, tools=tool_list(tools), learned_tools=learned_tools, fusion=fusion
+    )
 
     async def main(rt: Runtime) -> BatchSummary:
         note_backend(rt, opts.quiet)
