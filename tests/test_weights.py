@@ -18,7 +18,7 @@ import pytest
 from agentiqa_cli.config import load_settings
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.resources import default_cards_dir
-from agentiqa_cli.tools.cards import ToolCard, load_cards
+from agentiqa_cli.tools.cards import ToolCard, load_card, load_cards
 from agentiqa_cli.tools.weights import (
     candidates,
     hf_hub_cache,
@@ -112,6 +112,17 @@ def test_weight_files_is_the_last_entry_of_each_card() -> None:
             text = (default_cards_dir() / f"{c.name}.yaml").read_text()
             tail = text[text.index("\nweight_files:") + 1 :].splitlines()[1:]
             assert all(line.startswith("  - ") for line in tail), c.name
+
+
+@pytest.mark.parametrize(
+    "entry", ["brisque_svm_weights.pth", "/abs/x.pth", "other/x.pth", "hf:timm/only-repo"]
+)
+def test_a_weight_file_names_its_cache(tmp_path: Path, entry: str) -> None:
+    text = (default_cards_dir() / "musiq.yaml").read_text()
+    bad = text[: text.index("weight_files:")] + f"weight_files: [{entry!r}]\n"
+    (tmp_path / "musiq.yaml").write_text(bad)
+    with pytest.raises(ConfigError, match="weight_files"):
+        load_card(tmp_path / "musiq.yaml")
 
 
 @pytest.mark.parametrize(
