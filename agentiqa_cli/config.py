@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.records import LearnedTools
 
 DEFAULT_QUERY = "How is the overall quality of this image?"
 CONFIG_FILE_NAME = "agentiqa.yaml"
@@ -33,9 +34,10 @@ class Settings(BaseModel):
     device: str = "auto"
     tools: list[str] | None = None
     fusion: Literal["mean", "min"] = Field("mean", description="how `score` fuses its tools")
-    learned_tools: bool = Field(
-        False,
-        description="let the agent select tools that need downloaded weights (cached or online)",
+    learned_tools: LearnedTools = Field(
+        "auto",
+        description="tools that need downloaded weights, offered to the agent: auto (those "
+        "whose weights are cached), on (all; missing weights are downloaded), off (none)",
     )
     evidence: bool = Field(
         True, description="show the detectors' readings to the VLM (off: the paper's prompts)"
@@ -52,6 +54,18 @@ class Settings(BaseModel):
     cards_dir: Path | None = None
     calibration: Path | None = None
     recursive: bool = False
+
+    @field_validator("learned_tools", mode="before")
+    @classmethod
+    def _tri_state(cls, v: object) -> object:
+        """``--learned-tools``/``--no-learned-tools`` and yes/no in files and the
+        environment (AGENTIQA_LEARNED_TOOLS=1) mean on/off; unset is auto."""
+        words = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}
+        if isinstance(v, bool):
+            return "on" if v else "off"
+        if isinstance(v, str):
+            return words.get(v.strip().lower(), v.strip().lower())
+        return v
 
     def redacted(self) -> dict[str, Any]:
         """Settings for the trace header: secrets never leave the process."""

@@ -35,6 +35,8 @@ CATEGORIES: tuple[Category, ...] = get_args(Category)
 Track = Literal["planner", "executor-distortion", "executor-tool", "summarizer"]
 
 Mode = Literal["FR", "NR"]
+# tools that need downloaded weights, offered to the agent: when cached, always, or never
+LearnedTools = Literal["auto", "on", "off"]
 Status = Literal["ok", "error"]
 
 

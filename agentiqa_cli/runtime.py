@@ -40,6 +40,7 @@ from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
 from agentiqa_cli.scoring import ToolScorer
 from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
 from agentiqa_cli.tools.runner import ToolRunner
+from agentiqa_cli.tools.weights import offered_learned
 from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
 
 
@@ -211,8 +212,17 @@ class Runtime:
                 command, self.cards.hashes, overlay, include_agent=False
             )
         return self.settings.fingerprint(
-            command, self.cards.hashes, overlay, self.vlm.model, self.prompt_versions()
+            command,
+            self.cards.hashes,
+            overlay,
+            self.vlm.model,
+            self.prompt_versions(),
+            self.learned_offered(),  # auto: what the caches held changes the answers
         )
+
+    def learned_offered(self) -> list[str]:
+        """The tools needing weights that the agent may select in this run."""
+        return offered_learned(self.cards, self.settings.learned_tools)
 
     def prompt_versions(self) -> dict[str, str]:
         return {name: p.fingerprint for name, p in self.prompts.items()}
@@ -231,6 +241,10 @@ class Runtime:
                 "vlm": redact_url(self.settings.vlm),
                 "model": self.vlm.model,
                 "prompts": dict(self.prompt_versions()),
+                "learned_tools": {
+                    "setting": self.settings.learned_tools,
+                    "offered": list(self.learned_offered()),
+                },
             }
         return TraceEvent(step="run", parsed=parsed)
 

@@ -38,6 +38,7 @@ from agentiqa_cli.records import (
     LEVELS,
     Category,
     Finding,
+    LearnedTools,
     Plan,
     PlanSwitches,
     Result,
@@ -49,6 +50,7 @@ from agentiqa_cli.records import (
 from agentiqa_cli.scoring import fusable, fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
 from agentiqa_cli.tools.runner import ToolRunner
+from agentiqa_cli.tools.weights import candidates
 
 MAX_REPLANS = 2
 SUMMARY_PREFIX = '{"level":"'  # the summarizer's JSON starts with the level (see prompts)
@@ -57,7 +59,7 @@ SUMMARY_PREFIX = '{"level":"'  # the summarizer's JSON starts with the level (se
 @dataclass
 class AgentOptions:
     query: str
-    learned_tools: bool = False  # offer tools that need downloaded weights to the selector
+    learned_tools: LearnedTools = "auto"  # weights tools offered: when cached, all, none
     default_nr: Sequence[str] = ()
     default_fr: Sequence[str] = ()
     fusion: str = "mean"  # how the tools' scores combine into q̄ (as `score` fuses them)
@@ -74,16 +76,14 @@ class Agent:
         self.runner = runner
         self.opt = options
         self.evidence_cards = [c for c in cards if c.backend == "builtin"]
+        # what can run here, decided once per run (tools/weights.py: the caches, the flag)
+        self._offered = candidates(cards, True, options.learned_tools)
         self._plans: dict[tuple[str, bool], asyncio.Future[Plan]] = {}
         self._selections: dict[tuple[frozenset[str], bool], asyncio.Future[dict[str, str]]] = {}
 
     # -- shared, cached steps ---------------------------------------------------------------
     def candidates(self, full_reference: bool) -> list[ToolCard]:
-        return [
-            c
-            for c in self.cards
-            if (full_reference or c.mode == "NR") and (self.opt.learned_tools or not c.weights)
-        ]
+        return [c for c in self._offered if full_reference or c.mode == "NR"]
 
     async def plan(
         self, has_reference: bool, usage: Usage, trace: ImageTrace, query: str | None = None

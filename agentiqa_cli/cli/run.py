@@ -218,7 +218,8 @@ def assess(
         bool | None,
         typer.Option(
             "--learned-tools/--no-learned-tools",
-            help="Let the agent pick tools that need downloaded weights.",
+            help="Offer the agent every tool that needs downloaded weights (missing ones are "
+            "downloaded), or none. Default: those whose weights are cached (tools list).",
         ),
     ] = None,
     fusion: FusionOpt = None,

@@ -27,18 +27,22 @@ def tools_list(
     tool_cards: CardsDir = None,
     config: ConfigOpt = None,
 ) -> None:
-    """All tool cards: mode, direction, weights, calibration, strengths."""
+    """All tool cards: mode, direction, weights (and whether they are cached: the agent is
+    offered a learned tool by default exactly when they are), calibration, strengths."""
     from rich.table import Table
 
     from agentiqa_cli.runtime import Runtime
+    from agentiqa_cli.tools.weights import weights_cached
 
     rt = Runtime(load_settings({"cards_dir": tool_cards}, config))
     cards = list(rt.cards)
+    cached = {c.name: weights_cached(c) if c.weights else None for c in cards}
     if json_out:
-        ui.print_json([c.model_dump(mode="json") for c in cards])
+        ui.print_json([c.model_dump(mode="json") | {"cached": cached[c.name]} for c in cards])
         return
     t = Table(title=f"{len(cards)} tools", title_justify="left")
-    for col in ("name", "backend", "mode", "lower better", "weights", "calibrated", "best at"):
+    cols = ("name", "backend", "mode", "lower better", "weights", "cached", "calibrated", "best at")
+    for col in cols:
         t.add_column(col)
     for c in sorted(cards, key=lambda c: (c.mode, c.backend, c.name)):
         t.add_row(
@@ -47,6 +51,7 @@ def tools_list(
             c.mode,
             "yes" if c.lower_better else "no",
             "yes" if c.weights else "no",
+            {None: "-", True: "yes", False: "no"}[cached[c.name]],
             "yes" if c.calibrated else "no",
             ", ".join(c.distortions) or "-",
         )
@@ -88,7 +93,7 @@ def tools_check(
     from rich.table import Table
 
     from agentiqa_cli.runtime import Runtime
-    from agentiqa_cli.tools.weights import hub_offline, no_downloads
+    from agentiqa_cli.tools.weights import hub_offline, no_downloads, weights_cached
 
     rt = Runtime(load_settings({"cards_dir": tool_cards, "device": device}, config))
     cards = rt.cards.resolve(names) if names else list(rt.cards)
@@ -108,16 +113,22 @@ def tools_check(
             if not ok and offline and c.weights:
                 why = f"weights not cached, not downloaded offline ({why})"
             needs = [n for n, yes in (("reference", c.mode == "FR"), ("weights", c.weights)) if yes]
-            rows.append({"tool": c.name, "ready": ok, "needs": ", ".join(needs), "detail": why})
+            # after the build: weights it just downloaded count as cached
+            cached = weights_cached(c) if c.weights else None
+            rows.append(
+                {"tool": c.name, "ready": ok, "needs": ", ".join(needs), "cached": cached,
+                 "detail": why}
+            )  # fmt: skip
     if json_out:
         ui.print_json(rows)
         return
     t = Table(title=f"tools on {rt.runner.device}", title_justify="left")
-    for col in ("tool", "ready", "needs", "detail"):
+    for col in ("tool", "ready", "needs", "cached", "detail"):
         t.add_column(col, overflow="fold")
     for r in rows:
         ready = "[green]yes[/]" if r["ready"] else "[red]no[/]"
-        t.add_row(str(r["tool"]), ready, str(r["needs"]), escape(str(r["detail"])))
+        shown = {None: "-", True: "yes", False: "no"}[r["cached"]]
+        t.add_row(str(r["tool"]), ready, str(r["needs"]), shown, escape(str(r["detail"])))
     ui.out.print(t)
     ready_count = sum(r["ready"] for r in rows)
     ui.out.print(f"{ready_count} of {len(rows)} tools can run here.", highlight=False)
@@ -127,4 +138,17 @@ def tools_check(
             f"Offline: {', '.join(missing)} need weights that are not cached; run "
             "`agentiqa tools check` with network access to download them.",
             highlight=False,
+        )
+    # the agent's default offer rests on the cards' weight_files: say where it disagrees
+    unseen = [r["tool"] for r in rows if r["ready"] and r["cached"] is False]
+    if unseen:
+        ui.warn(
+            f"{', '.join(unseen)} ran, but not every file its card lists (weight_files) is "
+            "cached, so the agent is not offered it by default (--learned-tools offers it)"
+        )
+    broken = [r["tool"] for r in rows if not r["ready"] and r["cached"]]
+    if broken:
+        ui.warn(
+            f"{', '.join(broken)}: weights cached but the tool cannot run here; the agent is "
+            "offered it by default and its cells stay empty (--no-learned-tools: none offered)"
         )

@@ -14,10 +14,17 @@ import re
 import textwrap
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 from agentiqa_cli.errors import ConfigError, UnknownToolError
 from agentiqa_cli.records import Category, Mode
@@ -31,6 +38,13 @@ class Logistic(BaseModel):
 
     params: list[float] = Field(min_length=5, max_length=5)
     source: str = Field(min_length=1, description="dataset/procedure the parameters were fitted on")
+
+
+# where a weights file lands: a folder of torch's hub dir, or a Hugging Face hub repo
+WeightFile = Annotated[
+    str,
+    StringConstraints(pattern=r"^((pyiqa|checkpoints|clip)/[^/]+|hf:[\w.-]+/[\w.-]+/[^:]+)$"),
+]
 
 
 class ToolCard(BaseModel):
@@ -57,6 +71,12 @@ class ToolCard(BaseModel):
         ge=1,
         description="place in the default tool set of its mode (`score` without --tools, the "
         "agent's fallback tools), 1 first; absent: not a default",
+    )
+    weight_files: tuple[WeightFile, ...] = Field(
+        (),
+        description="the files a `weights` tool loads from the caches, as its backend fetches "
+        "them: FOLDER/FILE under the torch hub dir (pyiqa/, checkpoints/, clip/) or "
+        "hf:ORG/REPO/FILE in the Hugging Face hub cache",
     )
 
     @field_validator("raw_range")
