@@ -183,7 +183,7 @@ class Result(Record):
 
 Step = Literal[
     "run", "plan", "detect", "analyze", "select", "tool", "summarize", "final", "error",
-    "probe", "crop",
+    "probe", "crop", "eval_plan", "eval_round",
 ]  # fmt: skip
 
 

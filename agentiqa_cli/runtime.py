@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import platform
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -181,12 +181,17 @@ class Runtime:
             except VLMError as e:
                 raise ConfigError(str(e)) from None
 
-    async def agent(self, query: str | None = None) -> Agent:
-        """The agent for ``query`` (default: the configured one), on a connected VLM."""
+    async def asker(self) -> Asker:
+        """Asks roles of the connected VLM (with the rules backend as fallback if set)."""
         await self.connect()
         fallback = None
         if self.settings.vlm_fallback == "rules" and self.vlm.name != "rules":
             fallback = RulesVLM(self.cards)
+        return Asker(self.vlm, self.prompts, fallback=fallback)
+
+    async def agent(self, query: str | None = None) -> Agent:
+        """The agent for ``query`` (default: the configured one), on a connected VLM."""
+        asker = await self.asker()
         options = AgentOptions(
             query=query or self.settings.query,
             learned_tools=self.settings.learned_tools,
@@ -198,7 +203,6 @@ class Runtime:
             zoom_turns=self.settings.zoom_turns,
             pixel_budget=self.settings.image_pixels,
         )
-        asker = Asker(self.vlm, self.prompts, fallback=fallback)
         return Agent(asker, self.cards, self.runner, options)
 
     # -- identity of a run ----------------------------------------------------------------------
@@ -256,12 +260,14 @@ class Runtime:
         resume: bool,
         command: str,
         tool_columns: list[str] | None = None,
+        extra_columns: list[str] | None = None,
+        extra: Callable[[Result], Mapping[str, str]] | None = None,
     ) -> Iterator[tuple[ResultsWriter, TraceWriter]]:
-        """The results CSV and its trace, closed as complete only when the block completes."""
-        # results.csv → trace.jsonl beside it (SPEC §1); other names get <stem>.trace.jsonl
-        default = "trace.jsonl" if out.name == "results.csv" else out.stem + ".trace.jsonl"
-        trace_path = trace or out.with_name(default)
-        writer = ResultsWriter(out, columns_for(tool_columns), resume=resume)
+        """The results CSV and its trace, closed as complete only when the block completes.
+        ``extra_columns`` are a command's own columns, filled per row by ``extra``."""
+        trace_path = trace_path_for(out, trace)
+        columns = columns_for(tool_columns) + list(extra_columns or [])
+        writer = ResultsWriter(out, columns, resume=resume, extra=extra)
         tracer = TraceWriter(trace_path, append=resume, header=self.header(command))
         completed = False
         try:
@@ -292,6 +298,13 @@ class Unreachable:
 
     async def aclose(self) -> None:
         return None
+
+
+def trace_path_for(out: Path, trace: Path | None) -> Path:
+    """``--trace``, or beside the CSV: results.csv → trace.jsonl (SPEC §1), other names
+    <stem>.trace.jsonl."""
+    default = "trace.jsonl" if out.name == "results.csv" else out.stem + ".trace.jsonl"
+    return trace or out.with_name(default)
 
 
 def build_vlm(settings: Settings, cards: CardSet) -> VLM:

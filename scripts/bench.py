@@ -10,7 +10,9 @@ Not a test: it prints numbers. Sections (each says what it compares):
   5. the HTTP backend against the tiny vLLM server (when .venv-vllm exists): images/s at
      concurrency 1 vs 8, tokens per image, backend overhead per request;
   6. eval-bench synth on the photos bundled with scikit-image: the rules agent against
-     every weight-free no-reference tool.
+     every weight-free no-reference tool;
+  7. evaluate (issue 12): the few-sample verdict against the whole folder's tier on 300-image
+     collections of known quality, 10 seeds each: agreement, samples and time used.
 """
 
 from __future__ import annotations
@@ -278,6 +280,44 @@ def bench_synth() -> None:
     print(f"({t:.0f} s)")
 
 
+def bench_evaluate(n: int = 300, seeds: int = 10) -> None:
+    from agentiqa_cli.bench.evaluate_bench import COLLECTIONS, bench_collection
+    from agentiqa_cli.config import Settings
+    from agentiqa_cli.runtime import Runtime
+
+    header(f"7. evaluate: sampled verdict vs the whole folder's tier ({n} images, {seeds} seeds; "
+           "rules agent, --fusion min)")  # fmt: skip
+
+    async def go() -> list[object]:
+        async with Runtime(Settings(fusion="min", concurrency=2)) as rt:
+            return [await bench_collection(rt, name, WORK / "evaluate", n, range(seeds))
+                    for name in COLLECTIONS]  # fmt: skip
+
+    print(f"{'collection':12s} {'full folder (wall/CPU)':>28s} {'same':>5s} {'±1':>5s} {'SRS':>4s} "
+          f"{'assessed':>11s} {'screened':>8s} {'wall time':>14s} {'CPU time':>14s} {'settled':>7s}  lowest named")  # fmt: skip
+    for r in asyncio.run(go()):
+        rep = r  # type: ignore[assignment]
+        named: dict[str, int] = {}
+        for w in rep.lowest:
+            named[str(w)] = named.get(str(w), 0) + 1
+        k = len(rep.verdicts)
+        share = np.mean(rep.samples) / rep.images
+        t, c = np.mean(rep.seconds), np.mean(rep.cpu)
+        lowest = ", ".join(f"{n} {c}/{k}" for n, c in sorted(named.items(), key=lambda x: -x[1]))
+        print(
+            f"{rep.name:12s} {rep.full_tier:>9s} {rep.full_mean:4.2f} {rep.full_seconds:5.1f}s/{rep.full_cpu:.1f}s "
+            f"{rep.agree:>2d}/{k} {rep.within_one:>2d}/{k} {rep.srs_agree:4.0%} "
+            f"{np.mean(rep.samples):4.1f} ({share:3.0%}) {np.mean(rep.screened):8.1f} "
+            f"{t:5.2f}s ({t / rep.full_seconds:3.0%}) {c:5.2f}s ({c / rep.full_cpu:3.0%}) "
+            f"{sum(rep.settled):>4d}/{k}  {lowest}"
+        )
+        spread = ", ".join(f"{v} {m:.2f}" for v, m in zip(rep.verdicts, rep.means, strict=True))
+        print(f"{'':12s} sampled: {spread}")
+    print("same/±1: sampled overall tier equal to / within one of the whole folder's; SRS: how often "
+          "a plain random sample of the same size lands in the folder's tier; settled: runs whose "
+          "95% interval lies inside one tier (the others say it spans two)")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -286,7 +326,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", type=int, help="section numbers to run")
     args = ap.parse_args()
     sections = {1: lambda: bench_score(args.images), 3: bench_detectors, 4: lambda: bench_agent(100),
-                5: lambda: bench_vllm(8), 6: bench_synth}  # fmt: skip
+                5: lambda: bench_vllm(8), 6: bench_synth, 7: bench_evaluate}  # fmt: skip
     for k, fn in sections.items():
         if args.only and k not in args.only and not (k == 1 and 2 in args.only):
             continue

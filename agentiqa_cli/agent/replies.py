@@ -31,6 +31,7 @@ __all__ = [
     "AnalysisItem",
     "AnalyzeReply",
     "DetectReply",
+    "EvalPlanReply",
     "ExamineItem",
     "ExamineReply",
     "InterpretReply",
@@ -124,6 +125,29 @@ class InterpretReply(_Reply):
     sufficient: bool = True
 
 
+# how many images a round of `agentiqa evaluate` samples, and sub-aspects a query names
+EVAL_N_MIN, EVAL_N_MAX = 3, 9
+EVAL_MAX_ASPECTS = 5
+
+
+class EvalPlanReply(_Reply):
+    """The evaluation planner's decision (seed 004's Plan Agent); ``thought`` first, as in
+    the paper (explain, then act)."""
+
+    thought: str = Field(max_length=300)
+    sub_aspects: list[Annotated[str, Field(min_length=1, max_length=60)]] = Field(
+        min_length=1, max_length=EVAL_MAX_ASPECTS
+    )
+    done: bool
+    summary: str = Field(max_length=400)  # why the evidence suffices (when done)
+    sub_aspect: str = Field(min_length=1, max_length=60)  # the next round's (if not done)
+    tool: _ToolName
+    n: int = Field(ge=EVAL_N_MIN, le=EVAL_N_MAX)
+    prompts: list[Annotated[str, Field(min_length=1, max_length=160)]] = Field(
+        default_factory=list, max_length=EVAL_N_MAX
+    )
+
+
 # The reply model each role's output is decoded with.
 REPLY_MODELS: dict[str, type[BaseModel]] = {
     "planner": Plan,
@@ -135,6 +159,7 @@ REPLY_MODELS: dict[str, type[BaseModel]] = {
     "interpret": InterpretReply,
     "probe": ProbeTurnReply,
     "probe_final": ProbeFinalReply,
+    "eval_plan": EvalPlanReply,
 }
 
 

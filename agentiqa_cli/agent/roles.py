@@ -52,6 +52,7 @@ STEP: dict[str, Step] = {
     "interpret": "summarize",
     "probe": "probe",
     "probe_final": "probe",
+    "eval_plan": "eval_plan",  # `evaluate`'s planner (one call per round, not per image)
 }
 # enough positions to re-derive the level distribution from the trace
 TRACED_POSITIONS = 32

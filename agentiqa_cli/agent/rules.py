@@ -32,6 +32,7 @@ from agentiqa_cli.agent.replies import (
     SelectReply,
 )
 from agentiqa_cli.errors import VLMError
+from agentiqa_cli.evaluate.planning import EvalPlanInput, rules_eval_plan
 from agentiqa_cli.records import Category, Finding, Plan, ToolScore, level_of
 from agentiqa_cli.scoring import fusable, fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
@@ -99,6 +100,8 @@ class RulesVLM:
                 return self._summarize(inputs)
             case InterpretInput():
                 return self._interpret(inputs)
+            case EvalPlanInput():
+                return rules_eval_plan(inputs)
         if inputs is not None and inputs.role in ("probe", "probe_final"):
             # the agent runs probing's rules version itself (agent/probe_rules.py)
             raise VLMError("the rules backend does not probe through a model")

@@ -303,6 +303,8 @@ def _schema(tp: Any, meta: list[Any]) -> dict[str, Any]:
         return {"type": "boolean"}
     if tp is float:
         return {"enum": _grid(tp, meta)}
+    if tp is int:  # every integer in [ge, le], as an enum for the same reason as a float
+        return {"enum": [int(v) for v in _grid(tp, [Decode(grid=1), *meta])]}
     if origin is tuple:
         items = get_args(tp)
         if len(set(items)) != 1:

@@ -16,6 +16,7 @@ import csv
 import fcntl
 import io
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from agentiqa_cli.errors import ConfigError
@@ -49,7 +50,8 @@ def _fmt(v: float | None, digits: int = 4) -> str:
     return "" if v is None else f"{v:.{digits}f}"
 
 
-def row_of(result: Result, columns: list[str]) -> list[str]:
+def row_of(result: Result, columns: list[str], extra: Mapping[str, str] | None = None) -> list[str]:
+    """The CSV cells of ``result``; ``extra`` fills columns a command adds (evaluate's)."""
     cells: dict[str, str] = {
         "image": result.image,
         "reference": result.reference,
@@ -69,6 +71,7 @@ def row_of(result: Result, columns: list[str]) -> list[str]:
     for t in result.tools:
         cells[f"{t.tool}_raw"] = _fmt(t.raw, 5)
         cells[f"{t.tool}_norm"] = _fmt(t.norm, 4)
+    cells.update(extra or {})
     return [cells.get(c, "") for c in columns]
 
 
@@ -88,9 +91,16 @@ def write_all(fd: int, data: bytes) -> None:
 class ResultsWriter:
     """Append-only CSV writer; ``done_keys`` are the keys of complete rows already present."""
 
-    def __init__(self, path: Path, columns: list[str], resume: bool = False):
+    def __init__(
+        self,
+        path: Path,
+        columns: list[str],
+        resume: bool = False,
+        extra: Callable[[Result], Mapping[str, str]] | None = None,
+    ):
         self.path = path
         self.columns = columns
+        self.extra = extra  # cells of added columns, per result
         self.done_keys: set[str] = set()
         self._fd = -1
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -142,7 +152,8 @@ class ResultsWriter:
 
     def write(self, result: Result) -> None:
         self._ensure_open()
-        write_all(self._fd, _record(row_of(result, self.columns)))
+        extra = self.extra(result) if self.extra is not None else None
+        write_all(self._fd, _record(row_of(result, self.columns, extra)))
 
     def close(self, completed: bool = True) -> None:
         """``completed=False`` (the run failed before any row): leave the file as it was."""

@@ -1,0 +1,242 @@
+"""`evaluate`: a five-tier verdict on a whole folder (or a generator) from a few samples."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from agentiqa_cli.cli import render as ui
+from agentiqa_cli.cli.app import app
+from agentiqa_cli.cli.options import EXIT_CODES_HELP, Common, shared, tool_list
+from agentiqa_cli.cli.run import note_backend, say_notes
+from agentiqa_cli.config import DEFAULT_QUERY
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
+from agentiqa_cli.evaluate.generator import Generator
+from agentiqa_cli.evaluate.loop import EVAL_COLUMNS, EvalConfig, Evaluation, Hooks
+from agentiqa_cli.evaluate.planning import N_MIN
+from agentiqa_cli.evaluate.records import Estimate, RoundDraw, Verdict
+from agentiqa_cli.evaluate.tiers import (
+    TIER_NAMES,
+    TierName,
+    Tiers,
+    parse_tier,
+    tiers_from_reference,
+)
+from agentiqa_cli.gate import EXIT_GATE, EXIT_INPUT, EXIT_OK
+from agentiqa_cli.records import Result
+from agentiqa_cli.runtime import Runtime, trace_path_for
+
+EVALUATE_HELP = (
+    "Gates on the verdict: --fail-under-tier T fails below tier T; --fail-mean-under X when "
+    "the estimated mean is below X; --fail-under X when the 95% interval reaches below X. "
+    + EXIT_CODES_HELP
+)
+
+
+@app.command(epilog=EVALUATE_HELP)
+@shared("vlm", "output", "gate", "setup", "run")
+def evaluate(
+    opts: Common,
+    source: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The collection: image files, folders or glob patterns (none with --generator).",
+            show_default=False,
+        ),
+    ] = None,
+    query: Annotated[
+        str | None,
+        typer.Option(
+            "--query", "-Q", help="What to judge the collection on (default: overall quality)."
+        ),
+    ] = None,
+    generator: Annotated[
+        str | None,
+        typer.Option(
+            "--generator",
+            help="A command that writes one image per call, e.g. 'gen --prompt {prompt} -o {out}' "
+            "({prompt}, {out}, {seed} are filled in; run without a shell).",
+        ),
+    ] = None,
+    gen_dir: Annotated[
+        Path | None,
+        typer.Option("--gen-dir", help="Where generated images go (default: <out>-images/)."),
+    ] = None,
+    generator_timeout: Annotated[
+        float, typer.Option("--generator-timeout", help="Seconds per generator call.")
+    ] = 600.0,
+    max_rounds: Annotated[
+        int, typer.Option("--max-rounds", min=1, help="Hard maximum of rounds.")
+    ] = 5,
+    max_samples: Annotated[
+        int, typer.Option("--max-samples", min=N_MIN, help="Hard maximum of images assessed.")
+    ] = 45,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the sampling (same seed, same samples).")
+    ] = 0,
+    tiers: Annotated[
+        Path | None,
+        typer.Option(
+            "--tiers",
+            help="A reference results CSV: tier cut points at its scores' 20/40/60/80% quantiles "
+            "(default cut points 1.5, 2.5, 3.5, 4.5).",
+        ),
+    ] = None,
+    fail_under_tier: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-under-tier", help=f"Gate: exit 1 below this tier ({', '.join(TIER_NAMES)})."
+        ),
+    ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option("--tools", "-t", help="The agent's default tools (default: the offline set)."),
+    ] = None,
+    fusion: Annotated[
+        str | None,
+        typer.Option("--fusion", help="How tools' scores fuse into the agent's q̄: mean | min."),
+    ] = None,
+    learned_tools: Annotated[
+        bool | None,
+        typer.Option("--learned-tools/--no-learned-tools", help="Allow tools that need weights."),
+    ] = None,
+) -> None:
+    """A verdict in five tiers on a whole folder, or a generator, from a few samples per round:
+    plan a sub-aspect, sample (half random, half the hardest), assess, look, repeat."""
+    settings = opts.settings(
+        query=query or DEFAULT_QUERY,
+        tools=tool_list(tools),
+        fusion=fusion,
+        learned_tools=learned_tools,
+    )
+    if bool(generator) == bool(source):
+        raise ConfigError("give either SOURCE (folders, files, globs) or --generator, not both")
+    cuts = tiers_from_reference(tiers) if tiers is not None else Tiers()
+    gate_tier = parse_tier(fail_under_tier) if fail_under_tier else None
+    config = EvalConfig(settings.query, max_rounds, max_samples, seed, cuts)
+    gen = Generator.parse(generator, generator_timeout) if generator else None
+    reporter = ui.Reporter(max_samples, "evaluate", opts.quiet)
+
+    def on_round(d: RoundDraw) -> None:
+        hard = sum(s.stratum == "hard" for s in d.samples)
+        how = (
+            f"{hard} hardest of {d.pool} screened + {len(d.samples) - hard} random"
+            if d.detector
+            else "random"
+        )
+        ui.note(
+            f"round {d.round}: {d.sub_aspect.name} with {d.tool}, {len(d.samples)} images ({how})",
+            opts.quiet,
+        )
+
+    hooks = Hooks(
+        on_round=on_round,
+        on_result=lambda r: reporter.advance(r.image, r.status, _detail(r)),
+        on_note=lambda m: ui.note(m, opts.quiet),
+    )
+
+    async def main() -> tuple[Evaluation, Verdict]:
+        async with Runtime(settings) as rt:
+            note_backend(rt, opts.quiet)
+            if gen is not None:
+                src: Folder | GeneratorSource = GeneratorSource(
+                    gen, gen_dir or opts.out.with_name(opts.out.stem + "-images")
+                )
+            else:
+                src = Folder(rt.jobs(source or [], None))
+            rt.check_agent_setup()
+            await rt.connect()  # a wrong model is exit 2 here, before any output
+            say_notes(rt)
+            ev = Evaluation(rt, config, src, hooks)
+            with rt.outputs(opts.out, opts.trace, opts.resume, "evaluate",
+                            extra_columns=EVAL_COLUMNS, extra=ev.cells_of) as (writer, tracer), reporter.running():  # fmt: skip
+                if opts.resume:
+                    done = ev.resume(trace_path_for(opts.out, opts.trace), opts.out)
+                    ui.note(f"resuming after {done} round(s) drawn", opts.quiet)
+                verdict = await ev.run(writer, tracer)
+            return ev, verdict
+
+    ev, verdict = asyncio.run(main())
+    failed_planner = ev.stop is not None and ev.stop.failed
+    gate = _gate(verdict, gate_tier, cuts, opts.fail_under, opts.fail_mean_under)
+    code = EXIT_INPUT if (verdict.errors or failed_planner) else EXIT_GATE if gate else EXIT_OK
+    if opts.json_out:
+        ui.print_json({"verdict": verdict.model_dump(mode="json"), "gate_failed": gate,
+                       "exit_code": code, "csv": str(opts.out)})  # fmt: skip
+    else:
+        ui.out.print(_table(verdict))
+        ui.out.print(escape(verdict.summary), highlight=False)
+        ui.out.print(
+            f"stopped: {escape(verdict.stop_reason)} → {escape(str(opts.out))}", highlight=False
+        )
+    if not opts.quiet:
+        for why in gate:
+            ui.fail(f"quality gate: {why}")
+        if verdict.errors:
+            ui.warn(
+                f"{verdict.errors} sampled image(s) could not be assessed; see the error column of {opts.out}"
+            )
+    raise typer.Exit(code)
+
+
+def _detail(r: Result) -> str:
+    if r.status == "error":
+        return r.error
+    return f"{r.score:.2f}" if r.score is not None else ""
+
+
+def _gate(
+    v: Verdict,
+    tier: TierName | None,
+    tiers: Tiers,
+    fail_under: float | None,
+    fail_mean_under: float | None,
+) -> list[str]:
+    """Why the verdict fails the gates (empty: it passes). No verdict fails any gate set."""
+    o = v.overall
+    why = []
+    if tier is not None and (o.tier is None or tiers.rank(o.tier) < tiers.rank(tier)):
+        why.append(f"overall tier {o.tier or 'unknown'} is below {tier}")
+    if fail_mean_under is not None and (o.mean is None or o.mean < fail_mean_under):
+        why.append(f"estimated mean {_num(o.mean)} is below {fail_mean_under}")
+    if fail_under is not None and (o.lo is None or o.lo < fail_under):
+        why.append(f"the 95% interval reaches {_num(o.lo)}, below {fail_under}")
+    return why
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _table(v: Verdict) -> Table:
+    table = Table(title=f"agentiqa evaluate: {escape(v.query)}", title_justify="left")
+    for col, justify in (("sub-aspect", "left"), ("tier", "left"), ("mean", "right"),
+                         ("95% interval", "right"), ("samples", "right"), ("probed", "right")):  # fmt: skip
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for e in [v.overall, *v.sub_aspects]:
+        table.add_row(*_cells(e, v))
+    pop = f" of {v.population}" if v.population is not None else ""
+    table.caption = (
+        f"{v.assessed}{pop} images assessed in {v.rounds} rounds, {v.screened} screened "
+        f"with detectors, {v.seconds:.1f} s; tiers: {escape(v.tiers_source)}"
+    )
+    return table
+
+
+def _cells(e: Estimate, v: Verdict) -> list[str]:
+    name = escape(e.sub_aspect) + (" (lowest)" if e.sub_aspect == v.worst else "")
+    if e.mean is None or e.lo is None or e.hi is None:
+        return [name, "-", "-", "-", str(e.samples), _round(e)]
+    spread = "exact" if e.exact else f"{e.lo:.2f}-{e.hi:.2f}" + ("" if e.fits else " (spans tiers)")
+    tier = f"[bold]{e.tier}[/]" if e.kind == "overall" else str(e.tier)
+    return [name, tier, f"{e.mean:.2f}", spread, str(e.samples), _round(e)]
+
+
+def _round(e: Estimate) -> str:
+    return "" if e.round is None else str(e.round)
