@@ -1,0 +1,143 @@
+"""Never lose a row, never overwrite an input, never hang on an output: the results CSV,
+its trace and ``--resume`` against hostile files, edited CSVs, bad locations and kills."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.results import ResultsWriter, columns_for
+from agentiqa_cli.records import Result
+
+COLS = columns_for(None)
+
+
+def _row(i: int, image: str | None = None) -> Result:
+    return Result(
+        image=image or f"img, {i}.png",
+        key=f"k{i}",
+        score=3.0,
+        answer='said "fine"\nsecond line',
+    )
+
+
+def _written(path: Path, n: int) -> None:
+    with ResultsWriter(path, COLS) as w:
+        for i in range(n):
+            w.write(_row(i))
+
+
+def _rewrite(path: Path, **fmt: object) -> None:
+    """Save the CSV as a spreadsheet or editor would: same cells, other quoting/line ends."""
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
+    buf = io.StringIO(newline="")
+    csv.writer(buf, **fmt).writerows(rows)  # type: ignore[arg-type]
+    path.write_bytes(buf.getvalue().encode("utf-8"))
+
+
+# -- 2. resume parses the CSV as CSV ---------------------------------------------------------
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        {"lineterminator": "\r\n"},
+        {"lineterminator": "\n", "quoting": csv.QUOTE_ALL},
+        {"lineterminator": "\r\n", "quoting": csv.QUOTE_NONNUMERIC},
+    ],
+    ids=["crlf", "quote-all", "crlf-quote-nonnumeric"],
+)
+def test_resume_keeps_every_row_of_a_resaved_csv(tmp_path: Path, fmt: dict[str, object]) -> None:
+    out = tmp_path / "r.csv"
+    _written(out, 5)
+    _rewrite(out, **fmt)
+    before = out.read_bytes()
+    with ResultsWriter(out, COLS, resume=True) as w:
+        assert {k for _, k in w.done} == {f"k{i}" for i in range(5)}
+        w.write(_row(5))
+    assert out.read_bytes().startswith(before)  # nothing of the old file changed
+    assert pd.read_csv(out)["key"].tolist() == [f"k{i}" for i in range(6)]
+
+
+def test_resume_accepts_a_bom_and_one_requoted_cell(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    _written(out, 3)
+    text = out.read_text(encoding="utf-8").replace(",k1\n", ',"k1"\n')
+    out.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    with ResultsWriter(out, COLS, resume=True) as w:
+        assert {k for _, k in w.done} == {"k0", "k1", "k2"}
+
+
+def test_resume_drops_only_a_final_partial_record(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    _written(out, 3)
+    _rewrite(out, lineterminator="\r\n")
+    whole = out.read_bytes()
+    with open(out, "ab") as f:
+        f.write(b'"img, 3.png",,ok,,3.000,,"said ""fi')  # killed mid-cell
+    with ResultsWriter(out, COLS, resume=True) as w:
+        assert len(w.done) == 3
+        assert out.read_bytes() == whole
+
+
+def test_resume_drops_a_final_record_cut_before_its_newline(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    _written(out, 3)
+    data = out.read_bytes()
+    out.write_bytes(data[:-2])  # the last key lost its final character: not complete
+    with ResultsWriter(out, COLS, resume=True) as w:
+        assert {k for _, k in w.done} == {"k0", "k1"}
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda t: t.replace("\n", "\n,,broken\n", 2),  # a short record in the middle
+        lambda t: t.replace(',"said', ',x"said', 1),  # a stray quote mid-file
+        lambda t: t + "\x00\x00\x00garbage,\n" + t.split("\n", 1)[1],  # junk then rows
+    ],
+    ids=["short-row", "stray-quote", "nul-bytes"],
+)
+def test_resume_refuses_a_file_it_cannot_read_and_touches_nothing(
+    tmp_path: Path, damage: object
+) -> None:
+    out = tmp_path / "r.csv"
+    _written(out, 3)
+    out.write_text(damage(out.read_text()))  # type: ignore[operator]
+    before = out.read_bytes()
+    with pytest.raises(ConfigError, match="cannot resume"):
+        ResultsWriter(out, COLS, resume=True)
+    assert out.read_bytes() == before
+
+
+# -- 4. the lock is taken before the first row ---------------------------------------------
+def test_second_writer_on_a_new_csv_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "new.csv"
+    first = ResultsWriter(out, COLS, resume=True)
+    with pytest.raises(ConfigError, match="another agentiqa run"):
+        ResultsWriter(out, COLS, resume=True)
+    with pytest.raises(ConfigError, match="another agentiqa run"):
+        ResultsWriter(out, COLS)
+    first.write(_row(0))
+    first.close()
+    ResultsWriter(out, COLS, resume=True).close()  # released
+
+
+# -- 16. portable lock -----------------------------------------------------------------------
+def test_no_posix_only_module_is_imported() -> None:
+    root = Path(__file__).resolve().parents[1] / "agentiqa_cli"
+    posix_only = {"fcntl", "termios", "pwd", "grp", "resource"}
+    bad = []
+    for py in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(py.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            bad += [f"{py.name}: {n}" for n in names if n.split(".")[0] in posix_only]
+    assert not bad
