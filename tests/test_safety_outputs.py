@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import ast
 import csv
+import errno
 import io
+import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +17,7 @@ import pytest
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.results import ResultsWriter, columns_for
 from agentiqa_cli.records import Result
+from tests.conftest import natural_like, save_rgb
 
 COLS = columns_for(None)
 
@@ -141,3 +145,52 @@ def test_no_posix_only_module_is_imported() -> None:
                 names = [node.module]
             bad += [f"{py.name}: {n}" for n in names if n.split(".")[0] in posix_only]
     assert not bad
+
+
+# -- end to end (in-process, with the CLI's error boundary) ----------------------------------
+def invoke(*args: str | Path) -> int:
+    from tests.test_cli_score import invoke as run
+
+    return run(*args)[0]
+
+
+@pytest.fixture
+def pics(tmp_path: Path) -> Path:
+    d = tmp_path / "d"
+    for i in range(2):
+        save_rgb(d / f"p{i}.png", natural_like(64, 80, seed=i))
+    return d
+
+
+def test_disk_full_mid_run_is_exit_3_and_rows_so_far_stay(tmp_path: Path, pics: Path) -> None:
+    out = tmp_path / "r.csv"
+    real = os.write
+    calls = {"n": 0}
+
+    def full_after_two(fd: int, data: bytes) -> int:
+        if fd >= 0 and os.path.realpath(f"/proc/self/fd/{fd}") == str(out):
+            calls["n"] += 1
+            if calls["n"] > 2:  # header and first row fit, then the disk is full
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(os, "write", full_after_two)
+        assert invoke("score", pics, "-o", out, "-q", "-j", "1") == 3
+    df = pd.read_csv(out)
+    assert len(df) == 1 and df.loc[0, "status"] == "ok"
+    assert invoke("score", pics, "-o", out, "-q", "--resume") == 0
+    assert sorted(pd.read_csv(out)["image"]) == sorted(str(p) for p in pics.iterdir())
+
+
+def test_identical_files_each_get_a_row_after_a_resume(tmp_path: Path, pics: Path) -> None:
+    shutil.copy(pics / "p0.png", pics / "p0_copy.png")
+    out = tmp_path / "r.csv"
+    assert invoke("score", pics, "-o", out, "-q", "-j", "1") == 0
+    lines = out.read_bytes().splitlines(keepends=True)
+    keep = [ln for ln in lines if b"p0_copy.png" not in ln and b"p1.png" not in ln]
+    out.write_bytes(b"".join(keep))  # as if killed after p0's row
+    assert invoke("score", pics, "-o", out, "-q", "--resume") == 0
+    df = pd.read_csv(out)
+    assert sorted(df["image"]) == sorted(str(p) for p in pics.iterdir())
+    assert df["key"].nunique() == 2  # the copy's key is the original's: same content
