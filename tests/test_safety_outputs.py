@@ -194,3 +194,85 @@ def test_identical_files_each_get_a_row_after_a_resume(tmp_path: Path, pics: Pat
     df = pd.read_csv(out)
     assert sorted(df["image"]) == sorted(str(p) for p in pics.iterdir())
     assert df["key"].nunique() == 2  # the copy's key is the original's: same content
+
+
+# -- 1, 9, 11, 12: which paths may be written ------------------------------------------------
+def test_out_that_is_an_input_is_refused_even_with_force(tmp_path: Path, pics: Path) -> None:
+    victim = pics / "p0.png"
+    before = victim.read_bytes()
+    assert invoke("score", victim, pics / "p1.png", "-o", victim, "-q") == 2
+    assert invoke("score", victim, pics / "p1.png", "-o", victim, "-q", "--force") == 2
+    assert invoke("score", pics, "--trace", pics / "p1.png", "-o", tmp_path / "r.csv") == 2
+    assert victim.read_bytes() == before
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_existing_file_that_is_not_ours_needs_force(tmp_path: Path, pics: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    assert invoke("score", pics, "-o", notes, "-q") == 2
+    assert notes.read_text() == "my notes\n"
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("not a trace\n")
+    assert invoke("score", pics, "-o", tmp_path / "r.csv", "--trace", trace, "-q") == 2
+    assert trace.read_text() == "not a trace\n"
+    assert invoke("score", pics, "-o", notes, "-q", "--force") == 0
+    assert len(pd.read_csv(notes)) == 2
+    assert invoke("score", pics, "-o", notes, "-q") == 0  # ours now: overwritten freely
+
+
+def test_out_equal_to_trace_is_refused(tmp_path: Path, pics: Path) -> None:
+    out = tmp_path / "r.csv"
+    assert invoke("score", pics, "-o", out, "--trace", out, "-q") == 2
+    assert invoke("score", pics, "-o", out, "--trace", out, "-q", "--force") == 2
+    assert not out.exists()
+
+
+def test_glob_never_takes_our_own_outputs(tmp_path: Path, pics: Path) -> None:
+    out = pics / "results.csv"
+    pattern = str(pics / "*")
+    assert invoke("score", pattern, "-o", out, "-q") == 0
+    assert (pics / "trace.jsonl").exists()
+    for _ in range(2):
+        assert invoke("score", pattern, "-o", out, "-q", "--resume") == 0
+        df = pd.read_csv(out)
+        assert len(df) == 2 and (df["status"] == "ok").all()
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "/proc/agentiqa-x.csv",
+        "{tmp}",  # a folder
+        "/proc/version",  # exists, cannot be written even by root
+        "/dev/full",
+        "{tmp}/afile/r.csv",  # the parent is a file
+        "trace:/proc/agentiqa-x/t.jsonl",
+    ],
+)
+def test_bad_output_locations_are_exit_2_before_any_image(
+    tmp_path: Path, pics: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "afile").write_text("x")
+    seen: list[str] = []
+    import agentiqa_cli.batch as batch
+
+    real = batch.Decoder.decode
+    monkeypatch.setattr(batch.Decoder, "decode", lambda s, j: seen.append(j.name) or real(s, j))
+    if where.startswith("trace:"):
+        args = ["-o", str(tmp_path / "r.csv"), "--trace", where[len("trace:") :]]
+    else:
+        args = ["-o", where.format(tmp=tmp_path)]
+    for force in ([], ["--force"]):
+        assert invoke("score", pics, *args, "-q", *force) == 2
+    assert seen == []
+
+
+def test_read_only_file_is_exit_2_even_for_root(tmp_path: Path, pics: Path) -> None:
+    out = tmp_path / "r.csv"
+    assert invoke("score", pics, "-o", out, "-q") == 0
+    out.chmod(0o444)
+    before = out.read_bytes()
+    assert invoke("score", pics, "-o", out, "-q") == 2
+    assert invoke("score", pics, "-o", out, "-q", "--force") == 2
+    assert out.read_bytes() == before

@@ -49,7 +49,7 @@ def score(
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
 
     async def main(rt: Runtime) -> BatchSummary:
-        jobs = rt.jobs(paths, ref)
+        jobs = rt.jobs(paths, ref, opts.outputs())  # outputs checked: exit 2 before work
         cards = rt.score_cards(has_reference=ref is not None)
         names = [c.name for c in cards]
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
@@ -80,7 +80,10 @@ async def run_images(
     """The batch behind `score` and `assess`: outputs opened, progress shown, rows written."""
     reporter = ui.Reporter(len(jobs), label, opts.quiet)
     with (
-        rt.outputs(opts.out, opts.trace, opts.resume, command, tool_columns) as (writer, tracer),
+        rt.outputs(opts.out, opts.trace, opts.resume, command, tool_columns, force=opts.force) as (
+            writer,
+            tracer,
+        ),
         reporter.running(),
     ):
         return await rt.run(
@@ -231,7 +234,7 @@ def assess(
 
     async def main(rt: Runtime) -> BatchSummary:
         note_backend(rt, opts.quiet)
-        jobs = rt.jobs(paths, ref)
+        jobs = rt.jobs(paths, ref, opts.outputs())  # outputs checked: exit 2 before work
         rt.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
         agent = await rt.agent()  # a wrong model is exit 2 here, before any output
         say_notes(rt)
