@@ -9,13 +9,14 @@ import errno
 import io
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.io.results import ResultsWriter, columns_for
+from agentiqa_cli.io.results import ResultsWriter, columns_for, row_of
 from agentiqa_cli.records import Result
 from tests.conftest import natural_like, save_rgb
 
@@ -279,3 +280,132 @@ def test_read_only_file_is_exit_2_even_for_root(tmp_path: Path, pics: Path) -> N
     assert invoke("score", pics, "-o", out, "-q") == 2
     assert invoke("score", pics, "-o", out, "-q", "--force") == 2
     assert out.read_bytes() == before
+
+
+# -- soak: a hostile batch killed at random points, resumed ----------------------------------
+def _hostile_mix(root: Path) -> list[Path]:
+    """Good images (some under odd names, some byte-identical), truncated, non-image and empty
+    files; returns every input path the batch must give a row."""
+    d = root / "mix"
+    good = [save_rgb(d / f"good{i}.png", natural_like(120, 160, seed=i)) for i in range(48)]
+    save_rgb(d / "photo.jpg", natural_like(120, 160, seed=59), quality=80)
+    odd = ["comma, name.png", 'quote "q".png', "new\nline.png", "ünï ☃.png", "-dash.png",
+           " lead space.png", "=1+1.png", os.fsdecode(b"bad\xff.png")]  # fmt: skip
+    for i, name in enumerate(odd):
+        save_rgb(d / name, natural_like(120, 160, seed=60 + i))
+    for name in ("a-dup.png", "m-dup.png", "z-dup.png"):  # same bytes, spread over the run
+        shutil.copy(good[0], d / name)
+    data = good[1].read_bytes()
+    (d / "truncated.png").write_bytes(data[: len(data) // 2])
+    (d / "text.png").write_text("not an image\n")
+    (d / "noise.jpg").write_bytes(os.urandom(3000))
+    (d / "empty.png").write_bytes(b"")
+    (root / "readme.txt").write_text("named on the command line\n")
+    return sorted([*d.iterdir(), root / "readme.txt"])
+
+
+def _cli_child(argv: list[str]) -> None:
+    """The CLI in a forked process (modules already imported: no interpreter start-up)."""
+    from agentiqa_cli.cli import main
+
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    sys.argv = ["agentiqa", *argv]
+    try:
+        main()
+    except SystemExit as e:
+        os._exit(int(e.code or 0))
+    os._exit(0)
+
+
+def _complete_rows(path: Path) -> list[tuple[str, str]]:
+    """(image, key) of the complete records, read with the csv module (independently of
+    the code under test): the longest prefix ending at a line end that parses."""
+    data = path.read_bytes() if path.exists() else b""
+    cut = len(data)
+    while True:
+        cut = data.rfind(b"\n", 0, cut) + 1
+        text = data[:cut].decode("utf-8", errors="replace")
+        try:
+            rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+            break
+        except csv.Error:
+            cut -= 1  # cut inside a quoted cell: try the line end before
+    at_i, at_k = COLS.index("image"), COLS.index("key")
+    return [(r[at_i], r[at_k]) for r in rows[1:] if r]
+
+
+def _as_crlf(path: Path) -> None:
+    """Re-save the complete records with CRLF line ends (a spreadsheet's save); a partial
+    last record, if any, is kept as the kill left it."""
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    try:
+        rows = list(csv.reader(io.StringIO(data[:cut].decode("utf-8"), newline=""), strict=True))
+    except csv.Error:
+        return  # cut inside a quoted cell: leave it to resume
+    buf = io.StringIO(newline="")
+    csv.writer(buf, lineterminator="\r\n").writerows(rows)
+    path.write_bytes(buf.getvalue().encode("utf-8") + data[cut:])
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("crlf", [False, True], ids=["as-written", "crlf-between-runs"])
+def test_soak_kill_and_resume_hostile_batch(tmp_path: Path, crlf: bool) -> None:
+    import multiprocessing
+    import random
+    import time
+
+    from agentiqa_cli.imaging.load import display_path
+
+    inputs = _hostile_mix(tmp_path)
+    expected = sorted(row_of(Result(image=display_path(p), key="k"), COLS)[0] for p in inputs)
+    out = tmp_path / "out" / "results.csv"
+    argv = [str(tmp_path / "mix"), str(tmp_path / "readme.txt"), "-o", str(out), "-q"]
+    rng = random.Random(1234 + crlf)
+    t0 = time.perf_counter()
+    assert invoke("score", inputs[0], "-o", tmp_path / "warm.csv", "-q") == 0  # imports, once
+    warm = time.perf_counter() - t0
+    fork = multiprocessing.get_context("fork")
+    kills = 0
+    before: list[tuple[str, str]] = []
+    for cycle in range(10):
+        rows = out.read_bytes().count(b"\n") if out.exists() else 0
+        child = fork.Process(target=_cli_child, args=(["score", *argv, "--resume", "-j", "2"],))
+        child.start()
+        # a random point: during start-up, or a few rows in (+ jitter, maybe mid-write)
+        wait_rows = rng.choice([0, 0, 1, 2, 3, 5])
+        if wait_rows == 0:
+            time.sleep(rng.uniform(0.0, 0.25))
+        else:
+            deadline = time.monotonic() + 30
+            while child.is_alive() and time.monotonic() < deadline:
+                if out.exists() and out.read_bytes().count(b"\n") >= rows + wait_rows:
+                    break
+                time.sleep(0.002)
+            time.sleep(rng.uniform(0.0, 0.03))
+        if child.is_alive():
+            kills += 1
+        child.kill()  # SIGKILL: no cleanup, no flush; the kernel drops the lock
+        child.join(10)
+        assert child.exitcode is not None, f"cycle {cycle}: the child did not die"
+        now = _complete_rows(out)
+        assert len(set(now)) == len(now), f"cycle {cycle}: a path got two rows"
+        assert set(before) <= set(now), f"cycle {cycle}: resume dropped complete rows"
+        before = now
+        if crlf and out.exists():
+            _as_crlf(out)
+    t1 = time.perf_counter()
+    last = fork.Process(target=_cli_child, args=(["score", *argv, "--resume"],))
+    last.start()
+    last.join(30)
+    assert last.exitcode in (0, 3)  # 3 when a bad file was still left for this run
+    print(f"warm-up {warm:.1f}s, 10 cycles {t1 - t0 - warm:.1f}s, final run "
+          f"{time.perf_counter() - t1:.1f}s, {kills} kills mid-run")  # fmt: skip
+    df = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert sorted(df["image"]) == expected  # exactly one row per input path
+    bad = {"truncated.png", "text.png", "noise.jpg", "empty.png", "readme.txt"}
+    errors = {Path(os.fsencode(c).decode()).name for c in df[df["status"] == "error"]["image"]}
+    assert errors == bad
+    assert (df[df["status"] == "ok"]["score"] != "").all()
+    assert kills >= 8, "the kills should land mid-run"
