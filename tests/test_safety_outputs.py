@@ -163,6 +163,7 @@ def pics(tmp_path: Path) -> Path:
     return d
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds the fd's file in /proc")
 @pytest.mark.parametrize(("full", "fits"), [("r.csv", 2), ("r.trace.jsonl", 10)])
 def test_disk_full_mid_run_is_exit_3_and_rows_so_far_stay(
     tmp_path: Path, pics: Path, full: str, fits: int
@@ -350,6 +351,7 @@ def _as_crlf(path: Path) -> None:
 
 @pytest.mark.soak
 @pytest.mark.timeout(90)
+@pytest.mark.skipif(sys.platform == "win32", reason="forks the CLI")
 @pytest.mark.parametrize("crlf", [False, True], ids=["as-written", "crlf-between-runs"])
 def test_soak_kill_and_resume_hostile_batch(tmp_path: Path, crlf: bool) -> None:
     import multiprocessing
@@ -409,3 +411,14 @@ def test_soak_kill_and_resume_hostile_batch(tmp_path: Path, crlf: bool) -> None:
     assert errors == bad
     assert (df[df["status"] == "ok"]["score"] != "").all()
     assert kills >= 8, "the kills should land mid-run"
+
+
+def test_a_run_on_a_csv_another_run_holds_is_exit_2(tmp_path: Path, pics: Path) -> None:
+    out = tmp_path / "new.csv"  # does not exist yet: the first run has not written a row
+    holder = ResultsWriter(out, columns_for(["sharpness"]), resume=True)
+    try:
+        assert invoke("score", pics, "-o", out, "-q", "--resume") == 2
+        assert not out.exists()
+    finally:
+        holder.close(completed=False)
+    assert invoke("score", pics, "-o", out, "-q", "--resume") == 0
