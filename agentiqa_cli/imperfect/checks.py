@@ -49,6 +49,7 @@ FIXABLE_TYPES = FIXABLE
 BORDER_STD, BORDER_TOL, BORDER_MIN = 0.012, 0.02, 0.015  # flat row std, colour drift, share
 SEAM_RATIO, SEAM_SHARE = 4.0, 0.5  # step / nearby steps; share of the seam that steps
 OVERLAY_SHARE = 0.6  # share of every inner side of an anchor box with a step
+OVERLAY_BEYOND = 0.35  # at most this share on the same lines beyond the box
 DARK_P99, BRIGHT_CLIP, BRIGHT_MEDIAN = 0.5, 0.2, 0.6
 BRIGHT_FACTOR = 0.6  # seed 003's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
 SHARP_MIN, NOISE_MAX = 0.25, 0.03  # detector readings beyond clean photos'
@@ -140,9 +141,33 @@ def _row_share(x: Array, r: int, cols: slice) -> float:
     return _col_share(x.transpose(1, 0, 2), r, cols)
 
 
+def column_shares(x: Array) -> NDArray[np.float64]:
+    """Per column c (3 ≤ c < W-3), the step share of the line between c-1 and c over the
+    full height (``_step_share`` for every column at once)."""
+    step = np.abs(np.diff(x, axis=1)).max(axis=-1)  # step[:, c-1]: between c-1 and c
+    n = step.shape[1]
+    out = np.zeros(x.shape[1], dtype=np.float64)
+    if n < 8:
+        return out
+    idx = np.arange(3, n - 3)
+    base = np.median(np.stack([step[:, idx + k] for k in (-3, -2, 2, 3)]), axis=0)
+    out[idx + 1] = np.mean(step[:, idx] > SEAM_RATIO * base + 0.03, axis=0)
+    return out
+
+
+def _unique_seam(shares: NDArray[np.float64], at: int) -> bool:
+    """No other line of the image steps like the seam (a grid pattern is not a collage)."""
+    others = np.delete(shares, np.arange(max(0, at - 2), min(shares.size, at + 3)))
+    return bool(others.size == 0 or others.max() < SEAM_SHARE / 2)
+
+
 def expand(x: Array) -> Imperfection | None:
     h, w = x.shape[:2]
     if h < 32 or w < 32:
+        return None
+    if not _unique_seam(column_shares(x), w // 2) or not _unique_seam(
+        column_shares(x.transpose(1, 0, 2)), h // 2
+    ):
         return None
     halves = [
         _col_share(x, w // 2, slice(0, h // 2)), _col_share(x, w // 2, slice(h // 2, h)),
@@ -167,16 +192,22 @@ def overlay(x: Array) -> Imperfection | None:
             if min(right - left, bottom - top) < 8:
                 continue
             rows, cols = slice(top, bottom), slice(left, right)
-            shares = []
-            if left > 0:
-                shares.append(_col_share(x, left, rows))
-            if right < w:
-                shares.append(_col_share(x, right, rows))
-            if top > 0:
-                shares.append(_row_share(x, top, cols))
-            if bottom < h:
-                shares.append(_row_share(x, bottom, cols))
+            # each inner side steps along the box, and its line does not go on stepping
+            # beyond the box's corners (a grid, a window frame, a horizon would)
+            rest_rows = [r for r in (slice(0, top), slice(bottom, h)) if r.stop - r.start >= 8]
+            rest_cols = [c for c in (slice(0, left), slice(right, w)) if c.stop - c.start >= 8]
+            shares, beyond = [], [0.0]
+            for c in (left, right):
+                if 0 < c < w:
+                    shares.append(_col_share(x, c, rows))
+                    beyond += [_col_share(x, c, r) for r in rest_rows]
+            for r in (top, bottom):
+                if 0 < r < h:
+                    shares.append(_row_share(x, r, cols))
+                    beyond += [_row_share(x, r, c) for c in rest_cols]
             score = min(shares)
+            if max(beyond) > OVERLAY_BEYOND:
+                continue
             if score >= OVERLAY_SHARE and (best is None or score > best[0]):
                 best = (score, (left, top, right, bottom))
     if best is None:
