@@ -47,10 +47,12 @@ FIXABLE_TYPES = FIXABLE
 
 # thresholds (measured on the bundled photos and Debian's wallpapers; README "Imperfections")
 BORDER_STD, BORDER_TOL, BORDER_MIN = 0.012, 0.02, 0.015  # flat row std, colour drift, share
-SEAM_RATIO, SEAM_SHARE = 4.0, 0.5  # step / nearby steps; share of the seam that steps
+SEAM_RATIO, SEAM_SHARE = 4.0, 0.35  # step / nearby steps; share of the seam that steps
+SEAM_UNIQUE = 0.6  # no other full line of a collage steps on this share (a grid does)
 OVERLAY_SHARE = 0.6  # share of every inner side of an anchor box with a step
 OVERLAY_BEYOND = 0.35  # at most this share on the same lines beyond the box
-DARK_P99, BRIGHT_CLIP, BRIGHT_MEDIAN = 0.5, 0.2, 0.6
+DARK_TOP, BRIGHT_CLIP, BRIGHT_MEDIAN = 0.55, 0.3, 0.65
+COMB_MIN = 0.2  # empty levels inside the histogram (a gain of 1.25 or more)
 BRIGHT_FACTOR = 0.6  # seed 003's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
 SHARP_MIN, NOISE_MAX = 0.25, 0.03  # detector readings beyond clean photos'
 MOIRE_PEAK = 400.0  # spectral peak / median magnitude in its band
@@ -102,7 +104,8 @@ def borders(x: Array) -> Imperfection | None:
 
     keep = dict.fromkeys(band, 0)
     for a, b in (("top", "bottom"), ("left", "right")):
-        if band[a] and band[b] and np.abs(colour[a] - colour[b]).max() <= BORDER_TOL:
+        symmetric = abs(band[a] - band[b]) <= 2 + 0.01 * side[a]
+        if band[a] and band[b] and symmetric and np.abs(colour[a] - colour[b]).max() <= BORDER_TOL:
             keep[a], keep[b] = band[a], band[b]  # letterbox / pillarbox
     for k in band:
         if band[k] and extreme(k):
@@ -158,7 +161,7 @@ def column_shares(x: Array) -> NDArray[np.float64]:
 def _unique_seam(shares: NDArray[np.float64], at: int) -> bool:
     """No other line of the image steps like the seam (a grid pattern is not a collage)."""
     others = np.delete(shares, np.arange(max(0, at - 2), min(shares.size, at + 3)))
-    return bool(others.size == 0 or others.max() < SEAM_SHARE / 2)
+    return bool(others.size == 0 or others.max() < SEAM_UNIQUE)
 
 
 def expand(x: Array) -> Imperfection | None:
@@ -267,10 +270,18 @@ def recapture(x: Array) -> Imperfection | None:
 def brightness(x: Array) -> Imperfection | None:
     g = luma(x)
     top = float(np.percentile(x.max(axis=-1), 99.9))  # a clean photo's highlights reach white
-    if top < DARK_P99:
+    if top < DARK_TOP:
         factor = float(np.clip(0.95 / max(top, 1e-3), 1.0, 4.0))
         return Imperfection(type="brightness", reason=f"dark: brightest 0.1% at {top:.2f}",
                             operations=[Lum(factor=factor)])  # fmt: skip
+    comb = histogram_comb(x)
+    if comb >= COMB_MIN:  # a digital gain on 8-bit values leaves every k-th level empty
+        factor = float(np.clip(1.0 - comb, 0.25, 1.0))
+        return Imperfection(
+            type="brightness",
+            reason=f"bright: a gain left {comb:.0%} of the levels below white empty",
+            operations=[Lum(factor=factor)],
+        )
     clipped = float(np.mean(x.max(axis=-1) >= 0.995))
     median = float(np.median(g))
     if clipped > BRIGHT_CLIP and median > BRIGHT_MEDIAN:
@@ -280,6 +291,25 @@ def brightness(x: Array) -> Imperfection | None:
             operations=[Lum(factor=BRIGHT_FACTOR)],
         )
     return None
+
+
+def histogram_comb(x: Array) -> float:
+    """The share of empty 8-bit levels between populated ones, below the clipped top (mean
+    of the channels): 0 for a camera's histogram, 1 - 1/β after a gain β > 1 on 8-bit
+    values (every third level empty at 1.5), so it also estimates the gain."""
+    q = np.clip(np.rint(x * 255.0), 0, 255).astype(np.int64)
+    combs = []
+    for c in range(q.shape[-1]):
+        hist = np.bincount(q[..., c].ravel(), minlength=256)[:250].astype(np.float64)
+        # only levels whose neighbours are well populated say anything (a small or
+        # narrow-toned image has empty levels by chance)
+        expected = (hist[:-2] + hist[2:]) / 2
+        dense = expected >= 8
+        if dense.sum() < 16:
+            combs.append(0.0)
+            continue
+        combs.append(float(np.mean(hist[1:-1][dense] == 0)))
+    return float(np.median(combs))
 
 
 def _loaded(x: Array) -> object:
@@ -341,8 +371,10 @@ def check(x: Array) -> list[Imperfection]:
         if hit is not None:
             found.append(hit)
             break
-    for fn in PIXELS:
-        hit = fn(x)
-        if hit is not None:
-            found.append(hit)
-    return found + properties(x)
+    props = properties(x)
+    if not any(p.type == "low_information" for p in props):  # nothing to judge on a flat image
+        for fn in PIXELS:
+            hit = fn(x)
+            if hit is not None:
+                found.append(hit)
+    return found + props
