@@ -49,7 +49,8 @@ FIXABLE_TYPES = FIXABLE
 BORDER_STD, BORDER_TOL, BORDER_MIN = 0.012, 0.02, 0.015  # flat row std, colour drift, share
 SEAM_RATIO, SEAM_SHARE = 4.0, 0.35  # step / nearby steps; share of the seam that steps
 SEAM_UNIQUE = 0.6  # no other full line of a collage steps on this share (a grid does)
-OVERLAY_SHARE = 0.6  # share of every inner side of an anchor box with a step
+OVERLAY_SHARE = 0.5  # mean share of the inner sides of an anchor box with a step
+OVERLAY_MIN_SIDE = 0.2  # and on every inner side at least this share
 OVERLAY_BEYOND = 0.35  # at most this share on the same lines beyond the box
 DARK_TOP, BRIGHT_CLIP, BRIGHT_MEDIAN = 0.55, 0.3, 0.65
 COMB_MIN = 0.2  # empty levels inside the histogram (a gain of 1.25 or more)
@@ -209,8 +210,8 @@ def overlay(x: Array) -> Imperfection | None:
                 if 0 < r < h:
                     shares.append(_row_share(x, r, cols))
                     beyond += [_row_share(x, r, c) for c in rest_cols]
-            score = min(shares)
-            if max(beyond) > OVERLAY_BEYOND:
+            score = float(np.mean(shares))
+            if min(shares) < OVERLAY_MIN_SIDE or max(beyond) > OVERLAY_BEYOND:
                 continue
             if score >= OVERLAY_SHARE and (best is None or score > best[0]):
                 best = (score, (left, top, right, bottom))
@@ -219,7 +220,7 @@ def overlay(x: Array) -> Imperfection | None:
     box = Box.of_pixels(*best[1], w, h)
     return Imperfection(
         type="overlay", confidence=min(1.0, best[0]), box=box,
-        reason=f"pasted rectangle: step edges on {best[0]:.0%}+ of every inner side",
+        reason=f"pasted rectangle: step edges on {best[0]:.0%} of its inner sides",
         operations=[Fill(bbox=box)],
     )  # fmt: skip
 
