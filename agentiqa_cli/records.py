@@ -183,7 +183,7 @@ class Result(Record):
 
 Step = Literal[
     "run", "plan", "detect", "analyze", "select", "tool", "summarize", "final", "error",
-    "probe", "crop", "eval_plan", "eval_round",
+    "probe", "crop", "eval_plan", "eval_round", "experience",
 ]  # fmt: skip
 
 

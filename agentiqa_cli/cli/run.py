@@ -15,6 +15,8 @@ from agentiqa_cli.cli.app import app
 from agentiqa_cli.cli.options import (
     EXIT_CODES_HELP,
     Common,
+    EvolveOpt,
+    ExperienceOpt,
     FusionOpt,
     Paths,
     Ref,
@@ -223,10 +225,17 @@ def assess(
         ),
     ] = None,
     fusion: FusionOpt = None,
+    experience: ExperienceOpt = None,
+    evolve: EvolveOpt = False,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
     settings = opts.settings(
-        query=query, tools=tool_list(tools), learned_tools=learned_tools, fusion=fusion
+        query=query,
+        tools=tool_list(tools),
+        learned_tools=learned_tools,
+        fusion=fusion,
+        experience=experience,
+        evolve=evolve or None,
     )
 
     async def main(rt: Runtime) -> BatchSummary:

@@ -256,6 +256,8 @@ def build_records(
         standardize=standardizer(series),
         fits=fit_curves(series),
         source=source,
+        size=size,
+        seed=seed,
     )
     records = [
         record(s, mode, [c.name for c in cards], meta)

@@ -71,6 +71,8 @@ class Meta(BaseModel):
     standardize: dict[str, tuple[float, float]]  # detector → (mean, std) of raw readings
     fits: dict[str, list[float] | None] = Field(default_factory=dict)  # "tool|kind" → logistic
     source: str = ""  # what it was built from
+    size: int | None = 384  # long side the images were resized to before distorting
+    seed: int = 0  # the synthetic distortions' seed
 
 
 class Record(BaseModel):
