@@ -275,3 +275,32 @@ def test_cli_build_show_and_refusal(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert not (tmp_path / "r.csv").exists()  # refused before any output
     code, _ = invoke("assess", img, "--evolve", "-o", tmp_path / "r.csv", "-q")
     assert code == 2 and "--evolve needs --experience" in capsys.readouterr().err
+
+
+def test_build_from_a_mos_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A CSV with image, mos, reference, distortion: one series per (reference, type)."""
+    from agentiqa_cli.bench.synth import distort, resize_long_side
+
+    lines = ["image,mos,reference,distortion"]
+    for name, x in zip(["astronaut", "chelsea"], bundled_photos(["astronaut", "chelsea"]),
+                       strict=True):  # fmt: skip
+        x = resize_long_side(x, 160)
+        save_rgb(tmp_path / f"{name}.png", x)
+        for kind, label in (("noise", "white_noise"), ("blur", "gaussian_blur")):
+            for level in (1, 3, 5):
+                y = distort(x, kind, level, np.random.default_rng(level))
+                save_rgb(tmp_path / f"{name}_{kind}{level}.png", y)
+                lines.append(f"{name}_{kind}{level}.png,{5 - 0.8 * level},{name}.png,{label}")
+    lines.append("astronaut.png,4.9,,unknown_kind")  # no category: left out, with a note
+    (tmp_path / "mos.csv").write_text("\n".join(lines) + "\n")
+    pool = tmp_path / "pool.db"
+    code, _ = invoke("experience", "build", tmp_path / "mos.csv", "--out", pool, "--tools",
+                     "noise,sharpness,contrast", "--json")  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert "1 rows without a distortion type of the categories" in capsys.readouterr().err
+    p = read_pool(pool)
+    assert {k for k in p.entries} == {"NR|Noise", "NR|Blurs"}
+    assert p.entries["NR|Noise"].records == 2
+    best = {(r.source, r.kind): r.best for r in p.records}
+    assert best[("astronaut", "white_noise")] == "noise"
+    assert best[("astronaut", "gaussian_blur")] == "sharpness"

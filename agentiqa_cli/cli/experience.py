@@ -22,7 +22,12 @@ from agentiqa_cli.runtime import Runtime
 @shared("setup")
 def build(
     data: Annotated[
-        Path, typer.Argument(help="Folder of your own clean images.", show_default=False)
+        Path,
+        typer.Argument(
+            help="Folder of your own clean images, or a MOS table (CSV with image, mos, "
+            "distortion[, reference]; or an eval-bench mos layout, see --layout).",
+            show_default=False,
+        ),
     ],
     opts: Common,
     out: Annotated[Path, typer.Option("--out", "-o", help="The pool file to write.")] = Path(
@@ -50,6 +55,13 @@ def build(
     recursive: Annotated[
         bool, typer.Option("--recursive", "-R", help="Descend into sub-folders.")
     ] = False,
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            "--layout",
+            help="DATA is a MOS dataset of this eval-bench mos layout (csv, kadid10k, ...).",
+        ),
+    ] = None,
     json_out: JsonOut = False,
 ) -> None:
     """Learn which tool to trust per distortion: synthetic levels of your images, four metrics
@@ -74,12 +86,15 @@ def build(
             images[0] += 1
             ui.note(f"measured {name} ({images[0]})", opts.quiet)
 
+    notes: list[str] = []
     pool = build_pool(
         data, out, cards=rt.cards, runner=rt.runner, modes=modes, tools=tool_list(tools),
         learned_tools=settings.learned_tools, categories=cats, size=size, seed=seed,
         calibration=rt.calibration_digest(), recursive=recursive,
-        max_pixels=settings.max_pixels, on_image=progress,
+        max_pixels=settings.max_pixels, layout=layout, on_image=progress, notes=notes,
     )  # fmt: skip
+    for n in notes:
+        ui.note(n, opts.quiet)
     _show(pool, json_out)
 
 

@@ -1,4 +1,5 @@
-"""``agentiqa experience build``: a pool from a folder of the user's clean images."""
+"""``agentiqa experience build``: a pool from a folder of the user's clean images (synthetic
+levels) or from a MOS table with a distortion type per image (``--layout``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from agentiqa_cli.errors import ConfigError, ImageError
-from agentiqa_cli.experience.measure import build_records
+from agentiqa_cli.experience.measure import build_records, mos_series, union_of, vote_series
 from agentiqa_cli.experience.pool import Pool, write_pool
 from agentiqa_cli.imaging.discover import discover
 from agentiqa_cli.imaging.load import load_image
@@ -46,23 +47,24 @@ def build_pool(
     calibration: str | None = None,
     recursive: bool = False,
     max_pixels: int = 100_000_000,
+    layout: str | None = None,
     on_image: Callable[[str, str], None] | None = None,
+    notes: list[str] | None = None,
 ) -> Pool:
-    """Measure every clean image of ``data`` and write the pool to ``out``.
-    ``on_image(name, status)`` reports each image (status "ok" or the decode error)."""
+    """Measure every clean image of ``data`` (or, with ``layout`` or a file as ``data``, the
+    MOS table's images) and write the pool to ``out``. ``on_image(name, status)`` reports
+    each image (status "ok" or the decode error); what was left out is added to ``notes``."""
     data = Path(data)
-    if data.is_file():
-        raise ConfigError(
-            f"{data}: experience build takes a folder of clean images (MOS tables are not "
-            "supported yet)"
-        )
-    found = [p for p, _ in discover([str(data)], recursive)]
-    if not found:
-        raise ConfigError(f"no images in {data}")
     by_mode = {m: candidate_cards(cards, m, learned_tools, tools) for m in modes}
     for m, cs in by_mode.items():
         if len(cs) < 2:
             raise ConfigError(f"{m}: at least two candidate tools are needed, got {len(cs)}")
+    if layout is not None or data.is_file():
+        return _from_mos(data, out, layout, cards, runner, by_mode, categories, calibration,
+                         max_pixels, on_image, notes)  # fmt: skip
+    found = [p for p, _ in discover([str(data)], recursive)]
+    if not found:
+        raise ConfigError(f"no images in {data}")
     loaded: list[str] = []
 
     def images() -> Iterator[tuple[str, np.ndarray]]:
@@ -89,4 +91,46 @@ def build_pool(
     )  # fmt: skip
     if len(loaded) < 1 or not records:
         raise ConfigError(f"no readable images in {data}")
+    return write_pool(out, meta, records)
+
+
+def _from_mos(
+    data: Path,
+    out: Path,
+    layout: str | None,
+    cards: CardSet,
+    runner: ToolRunner,
+    by_mode: dict[Mode, list[ToolCard]],
+    categories: Sequence[str],
+    calibration: str | None,
+    max_pixels: int,
+    on_image: Callable[[str, str], None] | None,
+    notes: list[str] | None,
+) -> Pool:
+    from agentiqa_cli.bench.datasets import load_dataset
+    from agentiqa_cli.experience.measure import category_of
+
+    dataset = load_dataset(data, layout)
+    wanted = set(categories)
+    items = [i for i in dataset.items if i.distortion and category_of(i.distortion) in wanted]
+    if not items:
+        raise ConfigError(
+            f"{data}: no rows with a distortion type of the categories asked for (the table "
+            "needs a distortion column, e.g. KADID-10k, TID2013 or a CSV with 'distortion')"
+        )
+    if any(i.reference is None for i in items) and "FR" in by_mode:
+        raise ConfigError(f"{data}: FR mode needs a reference for every row")
+    series, left_out = mos_series(items, dataset.mos_range, runner, union_of(by_mode),
+                                  max_pixels=max_pixels, on_image=on_image)  # fmt: skip
+    if notes is not None:
+        skipped = len(dataset.items) - len(items)
+        if skipped:
+            left_out.insert(0, f"{skipped} rows without a distortion type of the categories "
+                            "asked for left out")  # fmt: skip
+        notes.extend([*dataset.notes, *left_out])
+    if not series:
+        raise ConfigError(f"{data}: no (reference, distortion) group with three readable images")
+    meta, records = vote_series(series, by_mode, cards_hashes=cards.hashes,
+                                calibration=calibration, source=str(data), size=None,
+                                seed=0)  # fmt: skip
     return write_pool(out, meta, records)

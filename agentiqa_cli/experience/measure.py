@@ -1,4 +1,4 @@
-"""Records from the user's own images: synthetic levels, the metrics that vote, the votes.
+"""Records from the user's own images: synthetic levels (or MOS), the metrics that vote, the votes.
 
 Each clean image is distorted at levels 1..5 by every kind of a distortion category (as
 ``eval-bench synth`` does, ``bench/synth.py``, same seeds) and every candidate tool scores
@@ -12,6 +12,13 @@ the series. Per tool and series four metrics vote (EXTENSIONS §B, *ours*):
 
 One series (one content, one kind) is one record: the tools' pairwise outcomes (Eq. 6), its
 pattern profile (the standardised detector readings of its level-3 image) and its best tool.
+
+A MOS table (any ``eval-bench mos`` layout with a distortion type per image) gives series
+too: the images of one reference and one distortion type, with their MOS rescaled to 1–5
+as the target instead of the pseudo-MOS, and the reference itself (when the table names
+one) as the clean point. The same four metrics then read: SRCC against the target, the
+best image's score minus that of the image nearest 2.6 (level 3's pseudo-MOS), the clean
+reference's shortfall (left out without one), and the logistic RMSE against the target.
 """
 
 from __future__ import annotations
@@ -23,11 +30,13 @@ from pathlib import Path
 import numpy as np
 
 from agentiqa_cli.bench.builtin_fit import pseudo_mos
+from agentiqa_cli.bench.layouts import MosItem
 from agentiqa_cli.bench.metrics import spearman
 from agentiqa_cli.bench.synth import KINDS, distort, item_rng, resize_long_side
+from agentiqa_cli.errors import ImageError
 from agentiqa_cli.experience.pool import Meta, Record
 from agentiqa_cli.experience.vote import Direction, borda, vote
-from agentiqa_cli.imaging.load import LoadedImage
+from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.records import Category, Mode
 from agentiqa_cli.tools.cards import ToolCard
 from agentiqa_cli.tools.detectors import DETECTORS
@@ -66,18 +75,51 @@ def kinds_of(categories: Iterable[str]) -> list[str]:
     return [k for k, c in KIND_CATEGORY.items() if c in wanted and k in KINDS]
 
 
+# distortion type names of MOS tables (KADID-10k, TID2013, generic CSVs) → category
+_TYPE_WORDS: tuple[tuple[str, Category], ...] = (
+    ("blur", "Blurs"),
+    ("noise", "Noise"),
+    ("jpeg", "Compression"),
+    ("compression", "Compression"),
+    ("block", "Compression"),
+    ("pixel", "Sharpness"),
+    ("sharp", "Sharpness"),
+    ("bright", "Brightness change"),
+    ("dark", "Brightness change"),
+    ("mean_shift", "Brightness change"),
+    ("contrast", "Contrast"),
+    ("color", "Color distortions"),
+    ("colour", "Color distortions"),
+    ("saturat", "Color distortions"),
+    ("chromatic", "Color distortions"),
+)
+
+
+def category_of(kind: str) -> Category | None:
+    """The category of a synthetic kind or of a MOS table's distortion type name."""
+    if kind in KIND_CATEGORY:
+        return KIND_CATEGORY[kind]
+    low = kind.lower()
+    return next((c for word, c in _TYPE_WORDS if word in low), None)
+
+
 @dataclass
 class Series:
-    """Every tool's normalised score on one content at levels 0 (clean) .. 5 of one kind."""
+    """Every tool's normalised score on one content at the points of one kind: the clean
+    image and levels 1..5 (targets: the pseudo-MOS), or a MOS table's images."""
 
     source: str
     kind: str
     norms: dict[str, list[float | None]]
     readings: dict[str, float] = field(default_factory=dict)  # detectors at PROFILE_LEVEL
+    targets: list[float] = field(default_factory=lambda: [pseudo_mos(L) for L in (0, *LEVELS)])
+    clean: bool = True  # the first point is an undistorted image
 
     @property
     def category(self) -> Category:
-        return KIND_CATEGORY[self.kind]
+        c = category_of(self.kind)
+        assert c is not None
+        return c
 
 
 def _image(pixels: np.ndarray, name: str) -> LoadedImage:
@@ -132,10 +174,10 @@ def fit_curves(series: Sequence[Series]) -> dict[str, list[float] | None]:
     for s in series:
         for tool, vals in s.norms.items():
             xs, ys = pooled.setdefault(_key(tool, s.kind), ([], []))
-            for level, v in enumerate(vals):
+            for v, target in zip(vals, s.targets, strict=True):
                 if v is not None:
                     xs.append(v)
-                    ys.append(pseudo_mos(level))
+                    ys.append(target)
     return {key: fit_curve(xs, ys) for key, (xs, ys) in pooled.items()}
 
 
@@ -167,24 +209,31 @@ def fit_curve(xs: Sequence[float], ys: Sequence[float]) -> list[float] | None:
 
 
 def metrics(
-    norms: Sequence[float | None], params: Sequence[float] | None
+    norms: Sequence[float | None],
+    params: Sequence[float] | None,
+    targets: Sequence[float] | None = None,
+    clean: bool = True,
 ) -> dict[str, float | None]:
-    """The four voting metrics of one tool on one series (None: not measurable)."""
+    """The four voting metrics of one tool on one series (None: not measurable).
+    ``targets`` default to the pseudo-MOS of levels 0..5."""
     if any(v is None for v in norms):
         return dict.fromkeys(DIRECTIONS)
     x = np.asarray(norms, dtype=float)
-    levels = np.arange(len(x), dtype=float)
-    if np.ptp(x) == 0:
-        mono = 0.0
+    target = np.asarray(
+        targets if targets is not None else [pseudo_mos(L) for L in range(len(x))], float
+    )
+    if np.ptp(x) == 0 or np.ptp(target) == 0:
+        mono = 0.0  # a tool that does not react at all
     else:
-        r = spearman(x, levels)
-        mono = -r if r is not None else 0.0
-    target = np.array([pseudo_mos(int(L)) for L in levels])
+        r = spearman(x, target)
+        mono = r if r is not None else 0.0
+    best = int(np.argmax(target))
+    mid = int(np.argmin(np.abs(target - pseudo_mos(MARGIN_LEVEL))))
     pred = logistic5(x, *params) if params is not None else np.full_like(target, target.mean())
     return {
         "monotonicity": float(mono),
-        "margin": float(x[0] - x[MARGIN_LEVEL]),
-        "shortfall": float(max(0.0, CLEAN_TARGET - x[0])),
+        "margin": float(x[best] - x[mid]),
+        "shortfall": float(max(0.0, CLEAN_TARGET - x[0])) if clean else None,
         "rmse": float(np.sqrt(np.mean((pred - target) ** 2))),
     }
 
@@ -210,7 +259,10 @@ def profile(readings: Mapping[str, float], std: Mapping[str, tuple[float, float]
 
 
 def record(series: Series, mode: Mode, tools: Sequence[str], meta: Meta) -> Record:
-    m = [metrics(series.norms[t], meta.fits.get(_key(t, series.kind))) for t in tools]
+    m = [
+        metrics(series.norms[t], meta.fits.get(_key(t, series.kind)), series.targets, series.clean)
+        for t in tools
+    ]
     counts = vote(m, DIRECTIONS)
     r = borda(counts)
     top = np.flatnonzero(r == np.nanmax(r)) if np.isfinite(r).any() else np.array([])
@@ -241,14 +293,34 @@ def build_records(
     on_image: Callable[[str], None] | None = None,
 ) -> tuple[Meta, list[Record]]:
     """Measure every image under every kind of ``categories``, then vote per mode."""
-    union = list({c.name: c for cards in tools.values() for c in cards}.values())
+    union = union_of(tools)
     kinds = kinds_of(categories)
     series: list[Series] = []
     for name, pixels in images:
         series += measure(pixels, name, kinds, runner, union, seed, size)
         if on_image is not None:
             on_image(name)
-    measured = {c.name for c in union} | set(DETECTORS)
+    return vote_series(series, tools, cards_hashes=cards_hashes, calibration=calibration,
+                       source=source, size=size, seed=seed)  # fmt: skip
+
+
+def union_of(tools: Mapping[Mode, Sequence[ToolCard]]) -> list[ToolCard]:
+    return list({c.name: c for cards in tools.values() for c in cards}.values())
+
+
+def vote_series(
+    series: Sequence[Series],
+    tools: Mapping[Mode, Sequence[ToolCard]],
+    *,
+    cards_hashes: Mapping[str, str],
+    calibration: str | None,
+    source: str,
+    size: int | None,
+    seed: int,
+) -> tuple[Meta, list[Record]]:
+    """The pool's metadata (standardisation, logistic fits) and one record per series and
+    mode."""
+    measured = {c.name for c in union_of(tools)} | set(DETECTORS)
     meta = Meta(
         cards={n: h for n, h in cards_hashes.items() if n in measured},
         calibration=calibration,
@@ -265,3 +337,78 @@ def build_records(
         for s in series
     ]
     return meta, records
+
+
+def mos_series(
+    items: Sequence[MosItem],
+    mos_range: tuple[float, float] | None,
+    runner: ToolRunner,
+    cards: Sequence[ToolCard],
+    *,
+    max_pixels: int = 100_000_000,
+    on_image: Callable[[str, str], None] | None = None,
+) -> tuple[list[Series], list[str]]:
+    """Series from a MOS table: one per (reference, distortion type) with at least three
+    points, the reference first when there is one. Returns the series and notes on what was
+    left out (rows without a known category, unreadable images)."""
+    notes: list[str] = []
+    usable = [i for i in items if i.distortion and category_of(i.distortion)]
+    if len(usable) < len(items):
+        notes.append(
+            f"{len(items) - len(usable)} rows without a known distortion category left out"
+        )
+    if not usable:
+        return [], notes
+    mos = [i.mos for i in usable]
+    lo, hi = mos_range or (min(mos), max(mos))
+    span = (hi - lo) or 1.0
+    groups: dict[tuple[str, str], list[MosItem]] = {}
+    for i in usable:
+        groups.setdefault((str(i.reference or ""), str(i.distortion)), []).append(i)
+    scored: dict[Path, tuple[dict[str, float | None], dict[str, float]] | None] = {}
+
+    def score(
+        path: Path, ref: Path | None
+    ) -> tuple[dict[str, float | None], dict[str, float]] | None:
+        if path not in scored:
+            try:
+                img = load_image(path, max_pixels)
+                reference = load_image(ref, max_pixels) if ref is not None else img
+            except ImageError as e:
+                scored[path] = None
+                if on_image is not None:
+                    on_image(str(path), str(e))
+                return None
+            usable_cards = [c for c in cards if c.mode == "NR" or ref is not None]
+            norms = _norms(runner, usable_cards, img, reference)
+            scored[path] = (norms, {n: float(fn(img)) for n, fn in DETECTORS.items()})
+            if on_image is not None:
+                on_image(str(path), "ok")
+        return scored[path]
+
+    out = []
+    for (ref_name, kind), group in groups.items():
+        ref = Path(ref_name) if ref_name else None
+        points: list[tuple[float, tuple[dict[str, float | None], dict[str, float]]]] = []
+        clean = False
+        if ref is not None and (r := score(ref, ref)) is not None:
+            points.append((5.0, r))
+            clean = True
+        for it in sorted(group, key=lambda i: -i.mos):
+            if (s := score(it.image, ref)) is not None:
+                points.append((1.0 + 4.0 * (it.mos - lo) / span, s))
+        if len(points) < 3:
+            continue
+        targets = [t for t, _ in points]
+        mid = int(np.argmin(np.abs(np.asarray(targets) - pseudo_mos(MARGIN_LEVEL))))
+        out.append(
+            Series(
+                source=ref.stem if ref is not None else kind,
+                kind=kind,
+                norms={c.name: [p[1][0].get(c.name) for p in points] for c in cards},
+                readings=points[mid][1][1],
+                targets=targets,
+                clean=clean,
+            )
+        )
+    return out, notes
