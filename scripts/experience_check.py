@@ -7,7 +7,8 @@ VLM request counted per role. Reported per run: ``select`` calls, all VLM calls,
 image, which tool measured each category, and the quality that ``eval-bench synth`` reports
 (-SRCC(score, level) per kind, its mean, and clean > heavy rank rate).
 
-    python scripts/experience_check.py POOL [--clean DIR] [--kinds a,b] [--work DIR] [--json]
+    python scripts/experience_check.py POOL [--clean DIR] [--kinds a,b] [--levels 1,3,5]
+                                            [--work DIR] [--json]
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def main() -> int:
     ap.add_argument("pool", type=Path)
     ap.add_argument("--clean", type=Path, help="clean photos (default: scikit-image's)")
     ap.add_argument("--kinds", default=KINDS)
+    ap.add_argument("--levels", default="1,2,3,4,5", help="levels to generate, e.g. 1,3,5")
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--work", type=Path, default=Path("experience-check"))
     ap.add_argument("--json", action="store_true")
@@ -100,7 +102,9 @@ def main() -> int:
             sample_photos(clean, 512)
     manifest = a.work / "images" / "manifest.csv"
     if not manifest.is_file():  # cached: the same seed gives the same images
-        generate_from_dir(clean, a.work / "images", kinds=a.kinds.split(","), size=a.size)
+        levels = [int(v) for v in a.levels.split(",")]
+        generate_from_dir(clean, a.work / "images", kinds=a.kinds.split(","), levels=levels,
+                          size=a.size)  # fmt: skip
     out = [asyncio.run(one_run(p, manifest, a.work / f"trace-{i}.jsonl"))
            for i, p in enumerate([None, a.pool])]  # fmt: skip
     if a.json:
