@@ -304,3 +304,20 @@ def test_build_from_a_mos_table(tmp_path: Path, capsys: pytest.CaptureFixture[st
     best = {(r.source, r.kind): r.best for r in p.records}
     assert best[("astronaut", "white_noise")] == "noise"
     assert best[("astronaut", "gaussian_blur")] == "sharpness"
+
+
+def test_assess_with_evolve_appends_records_and_traces_them(tmp_path: Path) -> None:
+    path = tmp_path / "p.db"
+    write_pool(path, meta(), records(3))
+    script = {"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE,
+              "select": {"selected_tools": {"Global": {"Noise": "contrast"}}},
+              "summarize": lambda r: summary_reply()}  # fmt: skip
+    settings = Settings(tools=["contrast"], concurrency=2, experience=path, evolve=True)
+    trace = tmp_path / "t.jsonl"
+    res = run_agent(settings, ScriptedVLM(script), pairs(tmp_path, 2, settings), trace=trace)
+    assert all(r.status == "ok" for r in res)
+    pool = read_pool(path)
+    assert len(pool.records) == 3 + 2 and {r.kind for r in pool.records[3:]} == {"noise"}
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    learnt = [e["parsed"] for e in events if e["step"] == "experience"]
+    assert learnt == [{"records": 1, "categories": ["Noise"], "refitted": []}] * 2
