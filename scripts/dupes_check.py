@@ -54,7 +54,7 @@ def originals(folders: list[Path]) -> list[tuple[str, Image.Image]]:
             if "images" in files[0].parts:  # one wallpaper at several sizes: keep the largest
                 files = [max(files, key=lambda f: f.stat().st_size)]
             for f in files:
-                label = f.parent.parent.name if "images" in f.parts else f.stem
+                label = f.parents[2].name if "images" in f.parts else f.stem
                 with Image.open(f) as im:
                     found.append((label, im.convert("RGB")))
     try:

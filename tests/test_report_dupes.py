@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 from PIL import Image
 
 from agentiqa_cli.report.duplicates import (
@@ -14,16 +13,7 @@ from agentiqa_cli.report.duplicates import (
     near_sets,
 )
 from agentiqa_cli.report.facts import measure
-
-
-def _photo(seed: int, w: int = 320, h: int = 240) -> Image.Image:
-    """A smooth random scene with edges: blobs of colour at a few scales."""
-    rng = np.random.default_rng(seed)
-    base = rng.random((6, 8, 3))
-    big = np.asarray(Image.fromarray((base * 255).astype(np.uint8)).resize((w, h), Image.BICUBIC))
-    detail = rng.random((h // 8, w // 8, 3)) * 255
-    det = np.asarray(Image.fromarray(detail.astype(np.uint8)).resize((w, h), Image.NEAREST))
-    return Image.fromarray((0.7 * big + 0.3 * det).astype(np.uint8))
+from tests.conftest import scene
 
 
 def test_hamming_counts_bits() -> None:
@@ -42,11 +32,11 @@ def test_exact_sets_by_content() -> None:
 def test_copies_are_near_duplicates_and_other_pictures_are_not(tmp_path: Path) -> None:
     files = []
     for seed in range(4):
-        im = _photo(seed)
+        im = scene(seed)
         f = tmp_path / f"p{seed}.png"
         im.save(f)
         files.append(f)
-    a = _photo(0)
+    a = scene(0)
     a.resize((160, 120), Image.LANCZOS).save(tmp_path / "p0-small.jpg", quality=85)
     a.crop((8, 6, 312, 234)).save(tmp_path / "p0-crop.jpg", quality=60)
     files += [tmp_path / "p0-small.jpg", tmp_path / "p0-crop.jpg"]

@@ -21,6 +21,7 @@ from agentiqa_cli.cli.options import (
     shared,
     tool_list,
 )
+from agentiqa_cli.cli.report import ReportOpt, report_after_run
 from agentiqa_cli.config import Settings
 from agentiqa_cli.gate import evaluate_gate
 from agentiqa_cli.imaging.discover import Job
@@ -44,6 +45,7 @@ def score(
     ] = None,
     ref: Ref = None,
     fusion: FusionOpt = None,
+    report: ReportOpt = None,
 ) -> None:
     """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
@@ -58,6 +60,7 @@ def score(
         return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names)
 
     summary = asyncio.run(_with_runtime(settings, main))
+    report_after_run(opts.out, report, opts.quiet)
     finish(summary, opts, "agentiqa score")
 
 
@@ -223,6 +226,7 @@ def assess(
         ),
     ] = None,
     fusion: FusionOpt = None,
+    report: ReportOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
     settings = opts.settings(
@@ -238,4 +242,5 @@ def assess(
         return await run_images(rt, opts, "assess", jobs, agent, "assess")
 
     summary = asyncio.run(_with_runtime(settings, main))
+    report_after_run(opts.out, report, opts.quiet)
     finish(summary, opts, "agentiqa assess")

@@ -1,7 +1,7 @@
 """What the report measures on each image file: one decode, every property, hashes, a thumbnail.
 
 The properties follow CleanVision's image-property checks (brightness percentiles, entropy,
-edge strength, aspect ratio, colour) so the dataset-level issues mean what users of that
+sharpness, aspect ratio, colour) so the dataset-level issues mean what users of that
 tool expect; the thresholds that turn them into issues live in ``issues.py``.
 """
 
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import imagehash
 import numpy as np
-from PIL import Image, ImageFilter, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
-from agentiqa_cli.imaging.load import DEFAULT_MAX_PIXELS, display_path
+from agentiqa_cli.imaging.load import DEFAULT_MAX_PIXELS, LoadedImage, display_path
+from agentiqa_cli.tools.detectors import DETAIL_SIDE, sharpness
 
 WORK_SIDE = 512  # brightness, entropy and colour: histograms barely change below this
-EDGE_SIDE = 256  # edge strength: a fixed scale, so a resized copy reads the same
 THUMB_SIDE = 160
 GRAY_SIDE = 96  # the near-duplicate check's view: squashed to a square, gray
 
@@ -38,7 +38,7 @@ class ImageFacts:
     bright_p5: float = 0.0  # perceived brightness percentiles in [0, 1]
     bright_p99: float = 0.0
     entropy: float = 0.0  # bits over the RGB histogram (PIL's Image.entropy)
-    edge_std: float = 0.0  # std of the edge map at EDGE_SIDE, in 0-255 units
+    sharpness: float = 0.0  # the built-in sharpness detector (1 - blur effect), in [0, 1]
     grayscale: bool = False
     phash: int = 0  # 64-bit perceptual hash (DCT)
     dhash: int = 0  # 64-bit difference hash
@@ -108,9 +108,6 @@ def measure(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> ImageFacts:
     bright = perceived_brightness(arr)
     p5, p99 = (float(v) for v in np.percentile(bright, [5, 99]))
     spread = arr.max(axis=2).astype(np.int16) - arr.min(axis=2).astype(np.int16)
-    edges = rgb_im.copy()
-    edges.thumbnail((EDGE_SIDE, EDGE_SIDE), Image.Resampling.BILINEAR)
-    edge_map = np.asarray(edges.convert("L").filter(ImageFilter.FIND_EDGES), dtype=np.float32)
     return ImageFacts(
         path,
         sha256=hashlib.sha256(data).hexdigest(),
@@ -119,13 +116,24 @@ def measure(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> ImageFacts:
         bright_p5=p5,
         bright_p99=p99,
         entropy=float(work.entropy()),
-        edge_std=float(edge_map[1:-1, 1:-1].std()),  # FIND_EDGES leaves a border artefact
+        sharpness=_sharpness(path, rgb_im),
         grayscale=bool(np.percentile(spread, 99) <= 2),  # R=G=B up to compression noise
         phash=_hash_int(imagehash.phash(rgb_im)),
         dhash=_hash_int(imagehash.dhash(rgb_im)),
         thumbnail=thumbnail_uri(rgb_im),
         gray=work.convert("L").resize((GRAY_SIDE, GRAY_SIDE), Image.Resampling.BOX).tobytes(),
     )
+
+
+def _sharpness(path: Path, rgb_im: Image.Image) -> float:
+    """The sharpness detector that ``score`` runs, on the image at its detail scale.
+
+    CleanVision's edge variance at 64 px cannot see blur that a viewer sees at full size.
+    """
+    im = rgb_im.copy()
+    im.thumbnail((DETAIL_SIDE, DETAIL_SIDE), Image.Resampling.BILINEAR)
+    pixels = np.asarray(im, dtype=np.float32) / 255.0
+    return float(sharpness(LoadedImage(path=path, pixels=pixels, sha256="")))
 
 
 def _rgb(im: Image.Image) -> Image.Image:
