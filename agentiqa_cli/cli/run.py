@@ -23,6 +23,7 @@ from agentiqa_cli.cli.options import (
     shared,
     tool_list,
 )
+from agentiqa_cli.cli.report import ReportOpt, report_after_run
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
@@ -47,6 +48,7 @@ def score(
     ] = None,
     ref: Ref = None,
     fusion: FusionOpt = None,
+    report: ReportOpt = None,
 ) -> None:
     """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
@@ -61,6 +63,7 @@ def score(
         return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names)
 
     summary = asyncio.run(_with_runtime(settings, main))
+    report_after_run(opts.out, report, opts.quiet)
     finish(summary, opts, "agentiqa score")
 
 
@@ -248,6 +251,7 @@ def assess(
     ] = "off",
     experience: ExperienceOpt = None,
     evolve: EvolveOpt = False,
+    report: ReportOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
     from agentiqa_cli.imperfect.apply import (
@@ -283,4 +287,5 @@ def assess(
         )  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))
+    report_after_run(opts.out, report, opts.quiet)
     finish(summary, opts, "agentiqa assess")
