@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import ndimage
 
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import Finding
@@ -266,7 +265,8 @@ def _dead_fraction(c: F32) -> float:
         return 0.0
     # a column is "dead" when it barely changes while its neighbourhood does: pixelation
     # repeats each column b times, so (b - 1)/b of them are dead; flat areas are not counted
-    local = ndimage.maximum_filter1d(c, size=17, mode="nearest")
+    # the maximum over 17 neighbours (edges repeated); numpy, so the default tools need no scipy
+    local = np.lib.stride_tricks.sliding_window_view(np.pad(c, 8, mode="edge"), 17).max(axis=1)
     live = local > 2e-3
     if live.sum() < 8:
         return 0.0

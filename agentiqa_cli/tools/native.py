@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import ndimage
 
 from agentiqa_cli.imaging.load import LoadedImage
 
@@ -83,6 +82,8 @@ def _same_shape(x: LoadedImage, ref: LoadedImage) -> None:
 
 def _valid_gaussian(a: F64) -> F64:
     """``filter2(a, fspecial(11, 1.5), 'valid')`` over the last two axes."""
+    from scipy import ndimage  # imported when first needed: it costs ~0.3 s of start-up
+
     r = len(_SSIM_TAPS) // 2
     # both passes along the contiguous last axis (the strided one is several times slower)
     out = ndimage.correlate1d(a, _SSIM_TAPS, axis=-1, mode="constant")[..., r:-r]
@@ -136,6 +137,8 @@ def psnry(image: LoadedImage, ref: LoadedImage) -> float:
 
 
 def _gradient_magnitude(y: F64) -> F64:
+    from scipy import ndimage
+
     h, w = (y.shape[0] // 2) * 2, (y.shape[1] // 2) * 2
     a = y[:h, :w].reshape(h // 2, 2, w // 2, 2).mean(axis=(1, 3))
     # Prewitt [[1, 0, -1]] × 3 rows / 3 (and its transpose) as a correlation, zero padded
