@@ -195,9 +195,16 @@ class Agent:
 
     async def _evidence(self, pair: Pair) -> list[ToolScore]:
         """Every signal detector on the image: cheap, and what detection rests on."""
-        evidence = await asyncio.to_thread(
-            self.runner.run_many, self.evidence_cards, pair.image, None
-        )
+
+        def run() -> list[ToolScore]:
+            # the VLM's view needs the float pixels an 8-bit image makes on first use: make
+            # them here, in a worker thread, not on the event loop when the view is built
+            for image in (pair.image, pair.reference):
+                if image is not None:
+                    _ = image.pixels
+            return self.runner.run_many(self.evidence_cards, pair.image, None)
+
+        evidence = await asyncio.to_thread(run)
         trace_tool_scores(pair, evidence, note="evidence (signal detectors)")
         return evidence
 
