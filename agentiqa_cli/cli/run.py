@@ -45,7 +45,7 @@ def score(
     ref: Ref = None,
     fusion: FusionOpt = None,
 ) -> None:
-    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
+    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by the worst (or the mean)."""
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
 
     async def main(rt: Runtime) -> BatchSummary:
