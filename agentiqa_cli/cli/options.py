@@ -52,9 +52,9 @@ FusionOpt = Annotated[
     str | None,
     typer.Option(
         "--fusion",
-        help="How the tools' 1-5 scores combine (score's score, the agent's q̄): mean (the "
-        "paper's) or min (the worst tool, for gating on specialised detectors: one bad "
-        "attribute barely moves a mean of seven).",
+        help="How the tools' 1-5 scores combine (score's score, the agent's q̄): min (the "
+        "default: the worst tool; an image is as bad as its worst attribute, and one bad "
+        "attribute barely moves a mean of seven detectors) or mean (the paper's).",
     ),
 ]
 ExperienceOpt = Annotated[

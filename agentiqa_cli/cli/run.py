@@ -50,7 +50,7 @@ def score(
     fusion: FusionOpt = None,
     report: ReportOpt = None,
 ) -> None:
-    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
+    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by the worst (or the mean)."""
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
 
     async def main(rt: Runtime) -> BatchSummary:
