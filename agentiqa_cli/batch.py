@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 
 from agentiqa_cli.errors import AgentIQAError, ImageError
 from agentiqa_cli.imaging.discover import Job
-from agentiqa_cli.imaging.load import LoadedImage, display_path, file_sha256, load_image
+from agentiqa_cli.imaging.load import (
+    LoadedImage,
+    display_path,
+    file_sha256,
+    load_image,
+    max_file_bytes,
+)
 from agentiqa_cli.io.results import ResultsWriter
 from agentiqa_cli.io.trace import NO_TRACE, ImageTrace, TraceWriter
 from agentiqa_cli.records import Result, ToolRequest, ToolScore
@@ -95,15 +101,16 @@ def trace_tool_scores(pair: Pair, scores: list[ToolScore], note: str | None = No
         )
 
 
-def content_hashes(job: Job) -> list[str]:
-    """SHA-256 of the image (and reference) file; unreadable files are named by path."""
+def content_hashes(job: Job, max_bytes: int | None = None) -> list[str]:
+    """SHA-256 of the image (and reference) file; files that cannot be read as images
+    (missing, not regular, larger than ``max_bytes``) are named by path."""
     out = []
     for p in (job.image, job.reference):
         if p is None:
             continue
         try:
-            out.append(file_sha256(p))
-        except OSError:
+            out.append(file_sha256(p, max_bytes))
+        except (OSError, ImageError):
             out.append("path:" + display_path(p))
     return out
 
@@ -176,7 +183,7 @@ async def run_batch(
 
     async def one(job: Job) -> None:
         t0 = time.perf_counter()
-        hashes = await asyncio.to_thread(content_hashes, job)
+        hashes = await asyncio.to_thread(content_hashes, job, max_file_bytes(decoder.max_pixels))
         key = job_key(job, fingerprint, hashes)
         if key in done:
             summary.skipped += 1
