@@ -6,6 +6,8 @@ Each test names the failure it guards against; all run in seconds without a VLM 
 from __future__ import annotations
 
 import csv
+import json
+import math
 import os
 import subprocess
 import sys
@@ -102,3 +104,65 @@ def test_unreadable_subfolder_gets_an_error_row(
     assert by["a.png"].error == ""
     assert "cannot list folder" in by["locked"].error
     assert "ermission denied" in by["locked"].error
+
+
+# -- 3: non-finite log-probabilities are missing, not confident ------------------------------
+@pytest.mark.parametrize("bad", [math.nan, -math.inf, math.inf])
+def test_nonfinite_level_logprob_is_treated_as_missing(tmp_path: Path, bad: float) -> None:
+    from agentiqa_cli.agent.fusion import fuse
+    from agentiqa_cli.records import level_of
+    from agentiqa_cli.vlm.fake import ScriptedVLM
+    from tests.test_agent import (
+        EXAMINE_NOISE,
+        PLAN_GLOBAL,
+        SELECT_NOISE,
+        make_session,
+        pairs,
+        run_agent,
+        summary_reply,
+    )
+
+    session = make_session(tmp_path)
+    lps = {"excellent": bad, "good": -1.5}  # the sampled level's value is broken
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE, "select": SELECT_NOISE,
+                       "summarize": lambda r: summary_reply("excellent", lps=lps)})  # fmt: skip
+    trace = tmp_path / "t.jsonl"
+    (result,) = run_agent(session, vlm, pairs(tmp_path, 1, session), trace=trace)
+    assert result.status == "ok"
+    # exactly what a reply without log-probabilities gives: the tools, uniform p
+    assert result.score == pytest.approx(fuse(result.tools[0].norm, None))
+    assert 1.0 <= result.score <= 5.0 and result.level == level_of(result.score)
+    final = [json.loads(line) for line in trace.read_text().splitlines()][-1]
+    assert final["step"] == "final" and final["parsed"]["p"] is None
+    assert "non-finite" in final["parsed"]["logprobs_note"]
+
+
+def test_fusion_never_leaves_the_scale_on_nonfinite_input() -> None:
+    from agentiqa_cli.agent.fusion import fuse, softmax_levels
+
+    assert softmax_levels({"good": math.nan, "fair": -1.0}) == pytest.approx(
+        softmax_levels({"fair": -1.0})
+    )
+    for p in ([math.nan] * 5, [0.0, math.inf, 0.0, 0.0, 0.0]):
+        for qbar in (None, 3.2):
+            assert 1.0 <= fuse(qbar, p) <= 5.0
+    assert fuse(None, [math.nan] * 5) == pytest.approx(3.0)  # uniform
+    with pytest.raises(ValueError):
+        fuse(math.nan, None)
+
+
+def test_http_backend_keeps_nonfinite_sampled_logprob_visible() -> None:
+    """The wire format's NaN/-Infinity (Python's json accepts both) reaches the fusion as
+    non-finite, where it is treated as missing, never as a number."""
+    from agentiqa_cli.agent.fusion import level_logprobs
+    from agentiqa_cli.vlm.base import VLMReply
+    from agentiqa_cli.vlm.http import _logprobs
+
+    wire = json.loads(
+        '{"content":[{"token":"good","logprob":NaN,"top_logprobs":'
+        '[{"token":"good","logprob":NaN},{"token":"fair","logprob":-Infinity}]}]}'
+    )
+    tokens, top = _logprobs(wire)
+    assert tokens == ["good"] and top is not None
+    reply = VLMReply(text="good", tokens=tokens, top_logprobs=top)
+    assert level_logprobs(reply) is None

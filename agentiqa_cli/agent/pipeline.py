@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
-from agentiqa_cli.agent.fusion import fuse, level_logprobs, softmax_levels
+from agentiqa_cli.agent.fusion import fuse, level_logprobs, nonfinite_note, softmax_levels
 from agentiqa_cli.agent.inputs import (
     AnalyzeInput,
     DetectInput,
@@ -157,6 +157,7 @@ class Agent:
         scores: list[ToolScore] = []
         summary: ScoreReply | None = None
         reply_lp: dict[str, float] | None = None
+        lp_note: str | None = None
         for round_ in range(MAX_REPLANS + 1):
             findings, scores = await self._measure(plan, pair, evidence, usage)
             findings += local
@@ -172,6 +173,7 @@ class Agent:
             )
             summary, reply = await self.ask.summarize(inputs, usage, pair)
             reply_lp = level_logprobs(reply, SUMMARY_PREFIX)
+            lp_note = nonfinite_note(reply, SUMMARY_PREFIX)
             if summary.sufficient or round_ == MAX_REPLANS:
                 break
             plan = await self._replan(plan, pair, summary.reasoning, usage, round_ + 1)
@@ -203,6 +205,7 @@ class Agent:
                 "probe_penalty": penalty if probe is not None else None,
                 "reasoning": summary.reasoning,
                 "levels": list(LEVELS),
+                **({"logprobs_note": lp_note} if lp_note else {}),
             },
         )
         return result
