@@ -329,7 +329,9 @@ def build_vlm(settings: Settings, cards: CardSet) -> VLM:
         from agentiqa_cli.vlm.inprocess import InProcessVLM
 
         return InProcessVLM(model=spec[len("vllm:") :], image_pixels=settings.image_pixels)
-    raise ConfigError(f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {spec!r}")
+    raise ConfigError(
+        f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {redact_url(spec)!r}"
+    )
 
 
 def _file_digest(path: Path) -> str:

@@ -5,6 +5,7 @@ Each test names the failure it guards against; all run in seconds without a VLM 
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 import math
@@ -22,9 +23,11 @@ from tests.conftest import natural_like, save_rgb
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cli(*args: str | Path, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str | Path, cwd: Path, timeout: float = 60, **env_vars: str
+) -> subprocess.CompletedProcess[str]:
     """The real console entry in a subprocess (a hang fails the test instead of the suite)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", **env_vars)
     return subprocess.run(
         [sys.executable, "-m", "agentiqa_cli", *map(str, args)],
         cwd=cwd,
@@ -166,3 +169,39 @@ def test_http_backend_keeps_nonfinite_sampled_logprob_visible() -> None:
     assert tokens == ["good"] and top is not None
     reply = VLMReply(text="good", tokens=tokens, top_logprobs=top)
     assert level_logprobs(reply) is None
+
+
+# -- 7: credentials in --vlm URLs never reach a file or the terminal ------------------------
+def test_url_credentials_never_leak(tmp_path: Path) -> None:
+    import socket
+
+    save_rgb(tmp_path / "a.png", natural_like(48, 48))
+    with socket.socket() as s:  # a port nobody listens on: connection refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://alice:pw-SECRET1@127.0.0.1:{port}/v1?token=SECRET2&x=1"
+    r = cli("assess", "a.png", "--vlm", url, "--model", "m", "-o", "out.csv",
+            "--trace", "t.jsonl", cwd=tmp_path, AGENTIQA_RETRIES="0")  # fmt: skip
+    assert r.returncode == 3, r.stderr
+    (row,) = rows(tmp_path / "out.csv")
+    assert row["status"] == "error" and "cannot reach" in row["error"]
+    assert "127.0.0.1" in row["error"] and "***" in row["error"]
+    texts = [r.stdout, r.stderr, (tmp_path / "out.csv").read_text()]
+    texts.append((tmp_path / "t.jsonl").read_text())
+    for text in texts:
+        for secret in ("SECRET1", "SECRET2", "alice"):
+            assert secret not in text, (secret, text)
+
+
+def test_http_backend_redacts_what_the_server_echoes() -> None:
+    from agentiqa_cli.vlm.http import OpenAIHTTPVLM
+
+    vlm = OpenAIHTTPVLM("http://bob:hunter2@127.0.0.1:9/v1?api_key=tok-XYZ", model="m")
+    try:
+        echoed = vlm._redact("bad key tok-XYZ for bob:hunter2 at http://bob:hunter2@127.0.0.1:9/v1")
+        assert "tok-XYZ" not in echoed and "hunter2" not in echoed
+        assert "hunter2" not in repr(vlm) and "tok-XYZ" not in repr(vlm)
+        # the query string still goes to the server, after the endpoint's path
+        assert vlm._url("/models") == "http://bob:hunter2@127.0.0.1:9/v1/models?api_key=tok-XYZ"
+    finally:
+        asyncio.run(vlm.aclose())

@@ -15,7 +15,7 @@ from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app, bench_app
 from agentiqa_cli.cli.options import Common, shared, tool_list
 from agentiqa_cli.cli.run import note_backend, say_notes
-from agentiqa_cli.config import Settings
+from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.runtime import Runtime
@@ -182,7 +182,7 @@ def mcq(
     report = _bench(settings, out_dir / "trace.jsonl", len(qs), "eval-bench mcq", opts.quiet, main)
     write_mcq_csv(report, out_dir / "answers.csv")
     t = Table(
-        title=f"{questions.name}: {report.n} questions, backend {settings.vlm}",
+        title=f"{questions.name}: {report.n} questions, backend {redact_url(settings.vlm)}",
         title_justify="left",
     )
     for col in ("track", "n", "correct", "accuracy"):
