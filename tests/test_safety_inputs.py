@@ -205,3 +205,45 @@ def test_http_backend_redacts_what_the_server_echoes() -> None:
         assert vlm._url("/models") == "http://bob:hunter2@127.0.0.1:9/v1/models?api_key=tok-XYZ"
     finally:
         asyncio.run(vlm.aclose())
+
+
+# -- 8: CSV injection, split rows, terminal escapes -----------------------------------------
+NASTY = ["=HYPERLINK(x).png", "+sum.png", "-minus.png", "@at.png", "cr\rsplit.png",
+         "\x1b[2J\x1b]0;owned\x07title.png", "plain.png"]  # fmt: skip
+
+
+def test_csv_cells_are_neutralised_and_rows_never_split(tmp_path: Path) -> None:
+    for name in NASTY:
+        save_rgb(tmp_path / name, natural_like(48, 48))
+    r = cli("score", ".", "-t", "sharpness", "-o", "out.csv", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = rows(tmp_path / "out.csv")
+    assert len(got) == len(NASTY)
+    assert {row["image"] for row in got} == {f"'{n}" if n[0] in "=+-@" else n for n in NASTY}
+    for row in got:  # no cell a spreadsheet would evaluate
+        assert not any(v.startswith(("=", "+", "-", "@")) for v in row.values()), row
+    # the terminal never receives a raw control character from a file name
+    for text in (r.stdout, r.stderr):
+        assert "\x1b" not in text and "\x07" not in text and "\r" not in text
+    assert "\\x1b[2J" in r.stdout and "cr\\rsplit.png" in r.stdout
+    # resume finds every row: nothing is processed again
+    r = cli("score", ".", "-t", "sharpness", "-o", "out.csv", "--resume", cwd=tmp_path)
+    assert r.returncode == 0 and f"0 processed, {len(NASTY)} skipped" in r.stdout, r.stdout
+
+
+def test_numbers_stay_numbers_in_csv() -> None:
+    from agentiqa_cli.io.results import columns_for, row_of
+    from agentiqa_cli.records import Result, ToolScore
+
+    res = Result(image="-x.png", key="k", score=1.5, answer="=1+1", error="")
+    res.tools = [ToolScore(tool="t", raw=-0.5, norm=1.25)]
+    row = dict(zip(columns_for(["t"]), row_of(res, columns_for(["t"])), strict=True))
+    assert row["t_raw"] == "-0.50000" and row["t_norm"] == "1.2500"
+    assert row["image"] == "'-x.png" and row["answer"] == "'=1+1"
+
+
+def test_visible_renders_control_characters() -> None:
+    from agentiqa_cli.cli.render import visible
+
+    assert visible("a\x1b[2Jb\r\n\x07\x9b\x7fé") == "a\\x1b[2Jb\\r\\n\\x07\\x9b\\x7fé"
+    assert visible("plain name.png") == "plain name.png"
