@@ -25,7 +25,7 @@ from agentiqa_cli.imaging.load import (
 )
 from agentiqa_cli.io.results import ResultsWriter
 from agentiqa_cli.io.trace import NO_TRACE, ImageTrace, TraceWriter
-from agentiqa_cli.records import Result, ToolRequest, ToolScore
+from agentiqa_cli.records import Result, ToolRequest, ToolScore, Usage
 
 
 @dataclass
@@ -38,10 +38,13 @@ class Pair:
     reference: LoadedImage | None
     key: str
     trace: ImageTrace = NO_TRACE
+    usage: Usage = field(default_factory=Usage)  # model calls made for this image so far
 
     def result(self) -> Result:
         """An empty ``ok`` row for this image, for a process to fill in."""
-        return Result(image=self.job.name, reference=self.job.ref_name, key=self.key)
+        return Result(
+            image=self.job.name, reference=self.job.ref_name, key=self.key, usage=self.usage
+        )
 
 
 class Decoder:
@@ -190,20 +193,24 @@ async def run_batch(
             if on_skip:
                 on_skip(job)
             return
+        usage = Usage()  # calls made before a failure still count on the error row
         try:
             image, ref = await asyncio.to_thread(decoder.decode, job)
             decoded = [image.sha256] + ([ref.sha256] if ref is not None else [])
             if decoded != hashes:  # the file changed between hashing and decoding
                 key = job_key(job, fingerprint, decoded)
-            result = await process(Pair(job, image, ref, key, trace.bind(job.name, key)))
+            pair = Pair(job, image, ref, key, trace.bind(job.name, key), usage)
+            result = await process(pair)
         except AgentIQAError as e:
             result = error_result(job, key, str(e), time.perf_counter() - t0)
             result.transient = not isinstance(e, ImageError)
+            result.usage = usage
         except Exception as e:
             result = error_result(
                 job, key, f"internal error: {type(e).__name__}: {e}", time.perf_counter() - t0
             )
             result.transient = True
+            result.usage = usage
         if result.status == "error":
             trace.bind(job.name, result.key).emit("error", note=result.error)
         result.seconds = time.perf_counter() - t0

@@ -95,7 +95,7 @@ class Runtime:
         for card in cards:
             ok, why = self.runner.availability(card)
             if not ok:
-                problems.append(f"{why} (skipped; its columns stay empty)")
+                problems.append(f"{why} (every row will be an error until it can run)")
         return problems
 
     async def run(

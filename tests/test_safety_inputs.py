@@ -247,3 +247,74 @@ def test_visible_renders_control_characters() -> None:
 
     assert visible("a\x1b[2Jb\r\n\x07\x9b\x7fé") == "a\\x1b[2Jb\\r\\n\\x07\\x9b\\x7fé"
     assert visible("plain name.png") == "plain name.png"
+
+
+# -- 14: gates and counts that tell the truth ------------------------------------------------
+def test_no_input_is_a_usage_error_with_a_hint(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    save_rgb(tmp_path / "nested" / "sub" / "a.png", natural_like(48, 48))
+    for folder in ("empty", "nested"):
+        r = cli("score", folder, "-t", "sharpness", "--fail-under", "3", "-o", "o.csv",
+                cwd=tmp_path)  # fmt: skip
+        assert r.returncode == 2, (folder, r.stdout, r.stderr)
+        assert "no images" in r.stderr and "-R" in r.stderr
+    r = cli("score", "nested", "-R", "-t", "sharpness", "-o", "o.csv", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+def test_json_gate_fails_when_a_row_could_not_be_scored(tmp_path: Path) -> None:
+    save_rgb(tmp_path / "a.png", natural_like(48, 48))
+    (tmp_path / "bad.png").write_bytes(b"not an image")
+    r = cli("score", "a.png", "bad.png", "-t", "sharpness", "--fail-under", "1", "--json",
+            "-o", "o.csv", cwd=tmp_path)  # fmt: skip
+    summary = json.loads(r.stdout)["summary"]
+    assert r.returncode == 3 and summary["exit_code"] == 3
+    assert summary["gate_failed"] is True and summary["errors"] == 1
+
+
+def test_a_requested_tool_that_cannot_run_makes_an_error_row(photo: Path) -> None:
+    from agentiqa_cli.batch import Decoder, Pair
+    from agentiqa_cli.imaging.discover import Job
+    from agentiqa_cli.records import ToolScore
+    from agentiqa_cli.scoring import ToolScorer
+
+    class Runner:
+        def run_many(self, cards: object, image: object, ref: object) -> list[ToolScore]:
+            return [
+                ToolScore(tool="sharpness", raw=0.5, norm=4.0),
+                ToolScore(tool="brisque", error="brisque: weights not cached (offline)"),
+            ]
+
+    job = Job(image=photo, root=photo.parent)
+    image, _ = Decoder(10**8).decode(job)
+    scorer = ToolScorer(Runner(), [], "mean")  # type: ignore[arg-type]
+    result = asyncio.run(scorer(Pair(job, image, None, "k")))
+    assert result.status == "error" and result.transient  # --resume tries it again
+    assert "brisque" in result.error and result.score is None
+    assert [t.norm for t in result.tools] == [4.0, None]  # what ran is still reported
+
+
+def test_error_rows_count_the_calls_made(photo: Path) -> None:
+    from agentiqa_cli.batch import Decoder, Pair, run_batch
+    from agentiqa_cli.errors import VLMError
+    from agentiqa_cli.imaging.discover import Job
+    from agentiqa_cli.io.trace import NO_TRACE
+    from agentiqa_cli.records import Result, Usage
+
+    async def process(pair: Pair) -> Result:
+        pair.usage.add(Usage(calls=2, prompt_tokens=100, completion_tokens=20))
+        raise VLMError("summarize: reply broke the schema")
+
+    summary = asyncio.run(
+        run_batch(
+            [Job(image=photo, root=photo.parent)],
+            process,
+            fingerprint="f",
+            decoder=Decoder(10**8),
+            writer=None,
+            trace=NO_TRACE.writer,
+        )
+    )
+    (row,) = summary.results
+    assert row.status == "error" and row.usage.calls == 2
+    assert row.usage.prompt_tokens + row.usage.completion_tokens == 120

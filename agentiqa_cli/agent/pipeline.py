@@ -146,7 +146,7 @@ class Agent:
 
     # -- one image ----------------------------------------------------------------------------
     async def __call__(self, pair: Pair) -> Result:
-        usage = Usage()
+        usage = pair.usage  # shared with the batch: an error row still counts the calls
         has_ref = pair.reference is not None
         plan = await self.plan(has_ref, usage, pair.trace)
         evidence = await self._evidence(pair)
@@ -221,7 +221,7 @@ class Agent:
         from the plan and the distortion analysis, an executor-tool question also from the
         tools chosen and run, a summarizer question (or ``None``: the whole agent) from
         everything. Insufficient evidence replans, as in ``assess``."""
-        usage = Usage()
+        usage = pair.usage  # shared with the batch: an error row still counts the calls
         has_ref = pair.reference is not None
         if track == "planner":
             plan = await self.plan(has_ref, usage, pair.trace, query=quoted_query(self.opt.query))

@@ -118,7 +118,8 @@ def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path
 
     A path that names a file is taken whatever its extension (so a bad file gets its own
     error row); folders contribute files with image extensions; anything else is tried as
-    a glob pattern. A path that matches nothing is a usage error.
+    a glob pattern. A path that matches nothing, or paths that yield no image at all (an
+    empty folder, a folder of sub-folders without ``recursive``), are a usage error.
     """
     out: list[tuple[Path, Path]] = []
     seen: set[Path] = set()
@@ -149,6 +150,14 @@ def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path
                         add(f, mp)
                 else:
                     add(mp, root)
+    if not out:
+        where = ", ".join(paths)
+        hint = (
+            "; sub-folders are searched only with -R (--recursive)"
+            if not recursive
+            else f"; images are files named {', '.join(sorted(IMAGE_EXTENSIONS)[:4])}, …"
+        )
+        raise ConfigError(f"no images found in {where}{hint}")
     return out
 
 
