@@ -318,3 +318,24 @@ def test_error_rows_count_the_calls_made(photo: Path) -> None:
     (row,) = summary.results
     assert row.status == "error" and row.usage.calls == 2
     assert row.usage.prompt_tokens + row.usage.completion_tokens == 120
+
+
+# -- 13: configuration that cannot work is refused at load -----------------------------------
+@pytest.mark.parametrize("bad", [".nan", ".inf", "-.inf"])
+def test_calibration_with_non_finite_parameters_is_exit_2(tmp_path: Path, bad: str) -> None:
+    save_rgb(tmp_path / "a.png", natural_like(48, 48))
+    (tmp_path / "cal.yaml").write_text(
+        f"tools:\n  sharpness:\n    params: [4.0, {bad}, 0.1, 0.0, 3.0]\n    source: test\n"
+    )
+    r = cli("score", "a.png", "-t", "sharpness", "--calibration", "cal.yaml", "-o", "o.csv",
+            cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "cal.yaml" in r.stderr and "finite" in r.stderr
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("flag", ["--fail-under", "--fail-mean-under"])
+def test_a_nan_gate_is_refused(tmp_path: Path, flag: str) -> None:
+    save_rgb(tmp_path / "a.png", natural_like(48, 48))
+    r = cli("score", "a.png", "-t", "sharpness", flag, "nan", "-o", "o.csv", cwd=tmp_path)
+    assert r.returncode == 2 and "finite" in r.stderr, (r.stdout, r.stderr)

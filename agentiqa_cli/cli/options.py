@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,18 +248,35 @@ _OUTPUT = {
         False,
     ),
 }
+
+
+def _finite(value: float | None) -> float | None:
+    """A gate of NaN compares false with every score: it would pass everything."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
 _GATE = {
     "fail_under": (
         Annotated[
             float | None,
-            typer.Option("--fail-under", help="Gate: exit 1 if any image scores below this."),
+            typer.Option(
+                "--fail-under",
+                help="Gate: exit 1 if any image scores below this.",
+                callback=_finite,
+            ),
         ],
         None,
     ),
     "fail_mean_under": (
         Annotated[
             float | None,
-            typer.Option("--fail-mean-under", help="Gate: exit 1 if the mean score is below this."),
+            typer.Option(
+                "--fail-mean-under",
+                help="Gate: exit 1 if the mean score is below this.",
+                callback=_finite,
+            ),
         ],
         None,
     ),
