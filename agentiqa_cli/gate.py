@@ -18,6 +18,7 @@ from statistics import fmean
 from agentiqa_cli.records import Result
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
 @dataclass

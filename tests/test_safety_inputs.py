@@ -339,3 +339,72 @@ def test_a_nan_gate_is_refused(tmp_path: Path, flag: str) -> None:
     save_rgb(tmp_path / "a.png", natural_like(48, 48))
     r = cli("score", "a.png", "-t", "sharpness", flag, "nan", "-o", "o.csv", cwd=tmp_path)
     assert r.returncode == 2 and "finite" in r.stderr, (r.stdout, r.stderr)
+
+
+# -- 15: process behaviour -----------------------------------------------------------------
+def _popen(*args: str | Path, cwd: Path, **kw: object) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentiqa_cli", *map(str, args)],
+        cwd=cwd, env=env, text=True, **kw,  # type: ignore[call-overload]
+    )  # fmt: skip
+
+
+def test_ctrl_c_exits_130_with_the_resume_hint(tmp_path: Path) -> None:
+    import signal
+
+    for i in range(200):
+        save_rgb(tmp_path / "d" / f"{i:03d}.png", natural_like(64, 64, seed=i))
+    p = _popen("score", "d", "-t", "sharpness", "-j", "1", "-o", "o.csv", cwd=tmp_path,
+               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert p.stderr is not None
+    p.stderr.readline()  # the first progress line: the batch is running
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "interrupted" in err and "--resume" in err
+    assert len(rows(tmp_path / "o.csv")) < 200
+
+
+def test_broken_pipe_keeps_the_runs_own_exit_code(tmp_path: Path) -> None:
+    save_rgb(tmp_path / "a.png", natural_like(48, 48))
+    (tmp_path / "bad.png").write_bytes(b"nope")
+    # a reader that stops at once (`| head -0`): writing the table raises EPIPE
+    p = _popen("score", "a.png", "bad.png", "-t", "sharpness", "-o", "o.csv", cwd=tmp_path,
+               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()
+    err = p.stderr.read()
+    p.wait(timeout=60)
+    assert p.returncode == 3, err  # a row failed: 3, not the gate's 1
+    assert "Traceback" not in err and "BrokenPipe" not in err
+    assert len(rows(tmp_path / "o.csv")) == 2
+
+
+def test_unknown_synth_kind_is_a_usage_error_with_a_suggestion(tmp_path: Path) -> None:
+    save_rgb(tmp_path / "clean" / "a.png", natural_like(64, 64))
+    r = cli("eval-bench", "synth", "clean", "--kinds", "blurr", "-t", "sharpness",
+            "--no-assess", "--out-dir", "o", cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert "blurr" in r.stderr and "did you mean" in r.stderr
+
+
+UNSAFE = "{{ query.__class__.__mro__ }}"
+
+
+@pytest.mark.parametrize("expr", [UNSAFE, "{{ query|attr('__class__') }}", "{{ query['_x'] }}"])
+def test_unsafe_prompt_template_is_refused_at_load(tmp_path: Path, expr: str) -> None:
+    import shutil
+
+    from agentiqa_cli.agent.prompts import load_prompts
+    from agentiqa_cli.errors import ConfigError
+    from agentiqa_cli.resources import default_prompts_dir
+
+    mine = tmp_path / "prompts"
+    shutil.copytree(default_prompts_dir(), mine)
+    planner = mine / "planner.yaml"
+    text = planner.read_text()
+    assert "{{ query }}" in text
+    planner.write_text(text.replace("{{ query }}", expr, 1))
+    with pytest.raises(ConfigError, match="unsafe"):
+        load_prompts(mine)

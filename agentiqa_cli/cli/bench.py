@@ -212,8 +212,11 @@ def synth(
     out_dir: OutDir = Path("eval-synth"),
 ) -> None:
     """Distort clean images (5 levels per kind, fixed seed) and check each method's score falls."""
+    from agentiqa_cli.bench.synth import check_kinds
     from agentiqa_cli.bench.synth_eval import write_synth_csv
 
+    if kinds is not None:
+        check_kinds(tool_list(kinds) or [])  # exit 2 before anything is written
     settings = opts.settings()
     out_dir.mkdir(parents=True, exist_ok=True)
     report = synth_report(settings, clean_dir, out_dir, tool_list(tools), assess,

@@ -70,6 +70,47 @@ def cell(text: str) -> str:
     return escape(visible(text))
 
 
+class _ClosedPipeSafe:
+    """stdout that outlives its reader: once the pipe is closed (``| head -1``) further
+    output goes to /dev/null, so the run finishes with its own exit code."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def _closed(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())  # Python's final flush goes there too
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._closed()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._closed()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def survive_closed_stdout() -> None:
+    """Install the closed-pipe-safe stdout (the console entry calls it once)."""
+    if not isinstance(sys.stdout, _ClosedPipeSafe):
+        try:
+            sys.stdout.fileno()
+        except (AttributeError, OSError, ValueError):
+            return  # captured (tests) or detached: nothing to guard
+        sys.stdout = _ClosedPipeSafe(sys.stdout)
+
+
 def note(message: str, quiet: bool = False) -> None:
     if not quiet:
         err.print(visible(message, True), style="dim", highlight=False, markup=False)
