@@ -21,7 +21,8 @@ from agentiqa_cli.config import Settings, load_settings
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 all processed and gate passed; 1 quality gate failed; "
-    "2 usage or configuration error; 3 some inputs could not be processed (rows say why)."
+    "2 usage or configuration error (also: no images found); 3 some inputs could not be "
+    "processed (rows say why); 4 internal error; 130 interrupted (--resume continues)."
 )
 
 # -- options that commands declare themselves (their help differs per command) -------------
