@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
-from agentiqa_cli.errors import AgentIQAError, ImageError
+from agentiqa_cli.errors import AgentIQAError, ImageError, OutputWriteError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import (
     LoadedImage,
@@ -174,11 +174,10 @@ async def run_batch(
 ) -> BatchSummary:
     """Process every job with at most ``concurrency`` in flight; rows are written as they finish.
 
-    Only keys already in the output (``--resume``) are skipped: two files with the same
-    bytes in one run each get their row.
+    Only inputs whose row is already in the output (``--resume``: same path, same key)
+    are skipped: two files with the same bytes each get their row, in one run or resumed.
     """
     summary = BatchSummary()
-    done = writer.done_keys if writer is not None else set()
     queue: asyncio.Queue[Job] = asyncio.Queue()
     for j in jobs:
         queue.put_nowait(j)
@@ -188,7 +187,7 @@ async def run_batch(
         t0 = time.perf_counter()
         hashes = await asyncio.to_thread(content_hashes, job, max_file_bytes(decoder.max_pixels))
         key = job_key(job, fingerprint, hashes)
-        if key in done:
+        if writer is not None and writer.is_done(job.name, key):
             summary.skipped += 1
             if on_skip:
                 on_skip(job)
@@ -201,6 +200,8 @@ async def run_batch(
                 key = job_key(job, fingerprint, decoded)
             pair = Pair(job, image, ref, key, trace.bind(job.name, key), usage)
             result = await process(pair)
+        except OutputWriteError:
+            raise  # the disk is full: stop, the rows so far are complete
         except AgentIQAError as e:
             result = error_result(job, key, str(e), time.perf_counter() - t0)
             result.transient = not isinstance(e, ImageError)

@@ -151,6 +151,16 @@ class Usage(Record):
         self.completion_tokens += other.completion_tokens
 
 
+class FixOutcome(Record):
+    """Imperfections found before assessment and the operations applied (``imperfect/``)."""
+
+    imperfections: list[str] = Field(default_factory=list)
+    operations: list[str] = Field(default_factory=list)  # as run, e.g. "rotate:90"
+    refused: list[str] = Field(default_factory=list)  # a model's reply or step refused, why
+    score_before: float | None = None  # --fix all: the score before quality restoration
+    output: str = ""  # `agentiqa fix`: the written image
+
+
 class Result(Record):
     """One image's outcome; one CSV row."""
 
@@ -169,6 +179,7 @@ class Result(Record):
     seconds: float = 0.0
     # an error that may not recur (VLM down, tool failure): --resume tries the image again
     transient: bool = False
+    fix: FixOutcome | None = None  # imperfection checks and fixes, when they ran
 
     def distortions_cell(self) -> str:
         return ";".join(
@@ -183,7 +194,7 @@ class Result(Record):
 
 Step = Literal[
     "run", "plan", "detect", "analyze", "select", "tool", "summarize", "final", "error",
-    "probe", "crop", "eval_plan", "eval_round",
+    "probe", "crop", "eval_plan", "eval_round", "imperfect",
 ]  # fmt: skip
 
 
