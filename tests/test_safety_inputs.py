@@ -408,3 +408,36 @@ def test_unsafe_prompt_template_is_refused_at_load(tmp_path: Path, expr: str) ->
     planner.write_text(text.replace("{{ query }}", expr, 1))
     with pytest.raises(ConfigError, match="unsafe"):
         load_prompts(mine)
+
+
+def test_assess_fix_counts_each_call_once(photo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The image's usage record is shared by the fix step and both agent runs of
+    ``assess --fix quality``: each call is counted once, on ok and error rows alike."""
+    from types import SimpleNamespace
+
+    from agentiqa_cli.batch import Decoder, Pair
+    from agentiqa_cli.imaging.discover import Job
+    from agentiqa_cli.imperfect import apply as fixing
+    from agentiqa_cli.imperfect.roles import Decision
+    from agentiqa_cli.records import Result, Usage
+
+    async def decide(asker: object, pair: Pair, query: str, usage: Usage) -> Decision:
+        usage.add(Usage(calls=1, prompt_tokens=10))
+        return Decision([], [SimpleNamespace(tool="lum")], [])  # type: ignore[list-item]
+
+    async def apply(x: object, ops: object, pair: Pair) -> tuple[object, list[object], list[str]]:
+        return x, [], []
+
+    async def agent(pair: Pair) -> Result:
+        pair.usage.add(Usage(calls=1, prompt_tokens=100))
+        result = pair.result()
+        result.usage = pair.usage
+        return result
+
+    monkeypatch.setattr(fixing, "_decide", decide)
+    monkeypatch.setattr(fixing, "_apply", apply)
+    job = Job(image=photo, root=photo.parent)
+    image, _ = Decoder(10**8).decode(job)
+    pair = Pair(job, image, None, "k")
+    result = asyncio.run(fixing.FixingAgent(agent, None, "q", "quality")(pair))  # type: ignore[arg-type]
+    assert (result.usage.calls, result.usage.prompt_tokens) == (3, 210)

@@ -385,7 +385,7 @@ async def _vqpp_decide(
     from agentiqa_cli.imaging.discover import Job
     from agentiqa_cli.imperfect.bench import report
     from agentiqa_cli.imperfect.roles import decide
-    from agentiqa_cli.records import FixOutcome, Result, Usage
+    from agentiqa_cli.records import FixOutcome, Result
 
     root = out_dir / "images"
     chosen: dict[str, list[Operation] | None] = {}
@@ -398,7 +398,7 @@ async def _vqpp_decide(
         say_notes(rt)
 
         async def process(pair: Pair) -> Result:
-            usage = Usage()
+            usage = pair.usage  # shared with the batch: an error row still counts the calls
             d = await decide(asker, pair.image.pixels, images_of(pair)[0], rt.settings.query,
                              usage, pair.trace)  # fmt: skip
             item = name_of[str(pair.job.image)]
