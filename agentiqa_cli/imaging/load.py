@@ -82,6 +82,9 @@ def max_file_bytes(max_pixels: int = DEFAULT_MAX_PIXELS) -> int:
     return max_pixels * BYTES_PER_PIXEL + METADATA_ALLOWANCE
 
 
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX; Windows has no FIFOs to wait on
+
+
 @contextmanager
 def open_regular(path: Path, max_bytes: int | None = None) -> Iterator[BinaryIO]:
     """Open ``path`` for reading only if it is a regular file (after symlinks) and, with
@@ -89,7 +92,7 @@ def open_regular(path: Path, max_bytes: int | None = None) -> Iterator[BinaryIO]
     is an ``ImageError`` at once: opened non-blocking, so a FIFO never waits for a writer."""
     shown = display_path(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except PermissionError:
         raise ImageError(f"{shown}: permission denied") from None
     except IsADirectoryError:
@@ -107,7 +110,8 @@ def open_regular(path: Path, max_bytes: int | None = None) -> Iterator[BinaryIO]
                 f"{shown}: {st.st_size:,} bytes is larger than any image within the pixel "
                 f"limit can be ({max_bytes:,} bytes; --max-pixels)"
             )
-        os.set_blocking(fd, True)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)  # a regular file: ordinary reads from here on
         f = os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
