@@ -441,3 +441,25 @@ def test_assess_fix_counts_each_call_once(photo: Path, monkeypatch: pytest.Monke
     pair = Pair(job, image, None, "k")
     result = asyncio.run(fixing.FixingAgent(agent, None, "q", "quality")(pair))  # type: ignore[arg-type]
     assert (result.usage.calls, result.usage.prompt_tokens) == (3, 210)
+
+
+@pytest.mark.parametrize(
+    "text", ["=x.png", "'=x.png", "''@a", "-0.5", "-x", "'plain", "plain", "", "+1e3", "\tt"]
+)
+def test_neutralised_cells_read_back_exactly(text: str) -> None:
+    from agentiqa_cli.io.results import original_cell, safe_cell
+
+    assert original_cell(safe_cell(text)) == text
+    assert not safe_cell(text).startswith(("=", "+", "@", "\t")) or text == "+1e3"
+
+
+def test_evaluate_resume_finds_rows_of_formula_like_names(tmp_path: Path) -> None:
+    from agentiqa_cli.evaluate.state import read_rows
+    from agentiqa_cli.io.results import ResultsWriter, columns_for
+    from agentiqa_cli.records import Result
+
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, columns_for(None)) as w:
+        w.write(Result(image="=cmd.png", key="k1", score=3.5, answer="-bad"))
+    (row,) = read_rows(out).values()
+    assert row.image == "=cmd.png" and row.answer == "-bad" and row.score == 3.5

@@ -87,12 +87,21 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
+def _formula_like(value: str) -> bool:
+    # after any apostrophes of its own, so that original_cell undoes safe_cell exactly
+    rest = value.lstrip("'")
+    return rest.startswith(_FORMULA_START) and not _NUMBER.fullmatch(rest)
+
+
 def safe_cell(value: str) -> str:
     """A text cell a spreadsheet would run as a formula gets a leading ``'`` (shown, not
     evaluated); plain numbers such as ``-0.5`` stay numbers."""
-    if value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
-        return "'" + value
-    return value
+    return "'" + value if _formula_like(value) else value
+
+
+def original_cell(value: str) -> str:
+    """The text ``safe_cell`` was given (for reading our own CSV back)."""
+    return value[1:] if value.startswith("'") and _formula_like(value) else value
 
 
 def _record(cells: list[str]) -> bytes:
