@@ -463,3 +463,15 @@ def test_evaluate_resume_finds_rows_of_formula_like_names(tmp_path: Path) -> Non
         w.write(Result(image="=cmd.png", key="k1", score=3.5, answer="-bad"))
     (row,) = read_rows(out).values()
     assert row.image == "=cmd.png" and row.answer == "-bad" and row.score == 3.5
+
+
+def test_benchmark_csvs_neutralise_user_text_too(tmp_path: Path) -> None:
+    from agentiqa_cli.bench.mcq import MCQAnswer, MCQReport, write_mcq_csv
+
+    report = MCQReport(
+        tracks=[],
+        answers=[MCQAnswer(id="@q1", track="t", answer="A", error="=HYPERLINK(x)")],
+    )
+    write_mcq_csv(report, tmp_path / "a.csv")
+    (row,) = rows(tmp_path / "a.csv")
+    assert row["id"] == "'@q1" and row["error"] == "'=HYPERLINK(x)" and row["correct"] == "0"

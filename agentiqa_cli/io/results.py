@@ -21,7 +21,7 @@ import csv
 import io
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -97,6 +97,11 @@ def safe_cell(value: str) -> str:
     """A text cell a spreadsheet would run as a formula gets a leading ``'`` (shown, not
     evaluated); plain numbers such as ``-0.5`` stay numbers."""
     return "'" + value if _formula_like(value) else value
+
+
+def safe_row(cells: Sequence[object]) -> list[str]:
+    """``safe_cell`` over a row of any values (other CSVs: benchmark reports)."""
+    return [safe_cell(str(c)) for c in cells]
 
 
 def original_cell(value: str) -> str:
