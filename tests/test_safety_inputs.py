@@ -38,6 +38,33 @@ def cli(
     )
 
 
+def run(*args: str | Path, cwd: Path, **env_vars: str) -> subprocess.CompletedProcess[str]:
+    """The console entry in this process (seconds, not a fresh torch import per call);
+    the same result shape as ``cli``."""
+    import contextlib
+    import io
+
+    from agentiqa_cli.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    argv, here, saved = sys.argv, Path.cwd(), dict(os.environ)
+    sys.argv = ["agentiqa", *map(str, args)]
+    os.environ.update(env_vars, NO_COLOR="1")
+    os.chdir(cwd)
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main()
+    except SystemExit as e:
+        code = int(e.code or 0)
+    finally:
+        sys.argv = argv
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
 def rows(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
@@ -180,7 +207,7 @@ def test_url_credentials_never_leak(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://alice:pw-SECRET1@127.0.0.1:{port}/v1?token=SECRET2&x=1"
-    r = cli("assess", "a.png", "--vlm", url, "--model", "m", "-o", "out.csv",
+    r = run("assess", "a.png", "--vlm", url, "--model", "m", "-o", "out.csv",
             "--trace", "t.jsonl", cwd=tmp_path, AGENTIQA_RETRIES="0")  # fmt: skip
     assert r.returncode == 3, r.stderr
     (row,) = rows(tmp_path / "out.csv")
@@ -215,7 +242,7 @@ NASTY = ["=HYPERLINK(x).png", "+sum.png", "-minus.png", "@at.png", "cr\rsplit.pn
 def test_csv_cells_are_neutralised_and_rows_never_split(tmp_path: Path) -> None:
     for name in NASTY:
         save_rgb(tmp_path / name, natural_like(48, 48))
-    r = cli("score", ".", "-t", "sharpness", "-o", "out.csv", cwd=tmp_path)
+    r = run("score", ".", "-t", "sharpness", "-o", "out.csv", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     got = rows(tmp_path / "out.csv")
     assert len(got) == len(NASTY)
@@ -227,7 +254,7 @@ def test_csv_cells_are_neutralised_and_rows_never_split(tmp_path: Path) -> None:
         assert "\x1b" not in text and "\x07" not in text and "\r" not in text
     assert "\\x1b[2J" in r.stdout and "cr\\rsplit.png" in r.stdout
     # resume finds every row: nothing is processed again
-    r = cli("score", ".", "-t", "sharpness", "-o", "out.csv", "--resume", cwd=tmp_path)
+    r = run("score", ".", "-t", "sharpness", "-o", "out.csv", "--resume", cwd=tmp_path)
     assert r.returncode == 0 and f"0 processed, {len(NASTY)} skipped" in r.stdout, r.stdout
 
 
@@ -254,18 +281,18 @@ def test_no_input_is_a_usage_error_with_a_hint(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     save_rgb(tmp_path / "nested" / "sub" / "a.png", natural_like(48, 48))
     for folder in ("empty", "nested"):
-        r = cli("score", folder, "-t", "sharpness", "--fail-under", "3", "-o", "o.csv",
+        r = run("score", folder, "-t", "sharpness", "--fail-under", "3", "-o", "o.csv",
                 cwd=tmp_path)  # fmt: skip
         assert r.returncode == 2, (folder, r.stdout, r.stderr)
         assert "no images" in r.stderr and "-R" in r.stderr
-    r = cli("score", "nested", "-R", "-t", "sharpness", "-o", "o.csv", "-q", cwd=tmp_path)
+    r = run("score", "nested", "-R", "-t", "sharpness", "-o", "o.csv", "-q", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
 
 
 def test_json_gate_fails_when_a_row_could_not_be_scored(tmp_path: Path) -> None:
     save_rgb(tmp_path / "a.png", natural_like(48, 48))
     (tmp_path / "bad.png").write_bytes(b"not an image")
-    r = cli("score", "a.png", "bad.png", "-t", "sharpness", "--fail-under", "1", "--json",
+    r = run("score", "a.png", "bad.png", "-t", "sharpness", "--fail-under", "1", "--json",
             "-o", "o.csv", cwd=tmp_path)  # fmt: skip
     summary = json.loads(r.stdout)["summary"]
     assert r.returncode == 3 and summary["exit_code"] == 3
@@ -327,7 +354,7 @@ def test_calibration_with_non_finite_parameters_is_exit_2(tmp_path: Path, bad: s
     (tmp_path / "cal.yaml").write_text(
         f"tools:\n  sharpness:\n    params: [4.0, {bad}, 0.1, 0.0, 3.0]\n    source: test\n"
     )
-    r = cli("score", "a.png", "-t", "sharpness", "--calibration", "cal.yaml", "-o", "o.csv",
+    r = run("score", "a.png", "-t", "sharpness", "--calibration", "cal.yaml", "-o", "o.csv",
             cwd=tmp_path)  # fmt: skip
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "cal.yaml" in r.stderr and "finite" in r.stderr
@@ -337,7 +364,7 @@ def test_calibration_with_non_finite_parameters_is_exit_2(tmp_path: Path, bad: s
 @pytest.mark.parametrize("flag", ["--fail-under", "--fail-mean-under"])
 def test_a_nan_gate_is_refused(tmp_path: Path, flag: str) -> None:
     save_rgb(tmp_path / "a.png", natural_like(48, 48))
-    r = cli("score", "a.png", "-t", "sharpness", flag, "nan", "-o", "o.csv", cwd=tmp_path)
+    r = run("score", "a.png", "-t", "sharpness", flag, "nan", "-o", "o.csv", cwd=tmp_path)
     assert r.returncode == 2 and "finite" in r.stderr, (r.stdout, r.stderr)
 
 
@@ -383,7 +410,7 @@ def test_broken_pipe_keeps_the_runs_own_exit_code(tmp_path: Path) -> None:
 
 def test_unknown_synth_kind_is_a_usage_error_with_a_suggestion(tmp_path: Path) -> None:
     save_rgb(tmp_path / "clean" / "a.png", natural_like(64, 64))
-    r = cli("eval-bench", "synth", "clean", "--kinds", "blurr", "-t", "sharpness",
+    r = run("eval-bench", "synth", "clean", "--kinds", "blurr", "-t", "sharpness",
             "--no-assess", "--out-dir", "o", cwd=tmp_path)  # fmt: skip
     assert r.returncode == 2, r.stderr
     assert "blurr" in r.stderr and "did you mean" in r.stderr
