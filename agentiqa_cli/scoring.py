@@ -71,11 +71,12 @@ class ToolScorer:
                 )
             )
         if failed:
+            # a score from some of the requested tools is not the score asked for: the row
+            # is an error (transient: --resume tries it again); the tools that ran keep
+            # their cells
             msg = "; ".join(s.error or f"{s.tool} failed" for s in failed)
-            if not ok:
-                result.status, result.error = "error", msg
-            else:
-                result.error = msg  # partial: the fused score uses the tools that ran
+            result.status, result.error, result.transient = "error", msg, True
+            result.score, result.level = None, ""
         pair.trace.emit(
             "final",
             parsed={"score": result.score, "level": result.level, "status": result.status},

@@ -142,7 +142,7 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             ui.out.print(ui.results_table(results, title))
         mean = f"{gate.mean:.3f}" if gate.mean is not None else "-"
         ui.out.print(
-            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {opts.out}",
+            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {ui.visible(str(opts.out))}",
             highlight=False,
         )
     if gate.gate_failed and not opts.quiet:

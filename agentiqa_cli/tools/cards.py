@@ -21,6 +21,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    FiniteFloat,
     StringConstraints,
     ValidationError,
     field_validator,
@@ -36,7 +37,8 @@ class Logistic(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    params: list[float] = Field(min_length=5, max_length=5)
+    # finite: NaN makes every score an error, ±inf a step or an inverted curve
+    params: list[FiniteFloat] = Field(min_length=5, max_length=5)
     source: str = Field(min_length=1, description="dataset/procedure the parameters were fitted on")
 
 
