@@ -195,11 +195,27 @@ class Agent:
 
     async def _evidence(self, pair: Pair) -> list[ToolScore]:
         """Every signal detector on the image: cheap, and what detection rests on."""
-        evidence = await asyncio.to_thread(
-            self.runner.run_many, self.evidence_cards, pair.image, None
-        )
+
+        def run() -> list[ToolScore]:
+            # the VLM's view needs the float pixels an 8-bit image makes on first use: make
+            # them here, in a worker thread, not on the event loop when the view is built
+            for image in (pair.image, pair.reference):
+                if image is not None:
+                    _ = image.pixels
+            return self.runner.run_many(self.evidence_cards, pair.image, None)
+
+        evidence = await asyncio.to_thread(run)
         trace_tool_scores(pair, evidence, note="evidence (signal detectors)")
         return evidence
+
+    def _looking(self, has_ref: bool, evidence: list[ToolScore]) -> dict[str, Any]:
+        """What every role that looks at the image is told (``inputs._Looking``)."""
+        return {
+            "query": self.opt.query,
+            "has_reference": has_ref,
+            "evidence": evidence,
+            "show_evidence": self.opt.show_evidence,
+        }
 
     # -- one image ----------------------------------------------------------------------------
     async def __call__(self, pair: Pair) -> Result:
@@ -218,10 +234,7 @@ class Agent:
             findings, scores = await self._measure(plan, pair, evidence, usage)
             findings += local
             inputs = SummarizeInput(
-                query=self.opt.query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
+                **self._looking(has_ref, evidence),
                 plan=plan,
                 findings=findings,
                 tool_scores=scores,
@@ -291,10 +304,7 @@ class Agent:
             elif track != "planner":
                 findings, scores = await self._measure(plan, pair, evidence, usage)
             inputs = InterpretInput(
-                query=self.opt.query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
+                **self._looking(has_ref, evidence),
                 plan=plan,
                 findings=findings,
                 tool_scores=scores,
