@@ -76,6 +76,8 @@ def row_of(result: Result, columns: list[str], extra: Mapping[str, str] | None =
         "key": result.key,
     }
     for t in result.tools:
+        if t.scope is not None:  # a region's reading: in the tools cell, not the image's columns
+            continue
         cells[f"{t.tool}_raw"] = _fmt(t.raw, 5)
         cells[f"{t.tool}_norm"] = _fmt(t.norm, 4)
     cells.update(extra or {})
