@@ -422,3 +422,13 @@ def test_a_run_on_a_csv_another_run_holds_is_exit_2(tmp_path: Path, pics: Path) 
     finally:
         holder.close(completed=False)
     assert invoke("score", pics, "-o", out, "-q", "--resume") == 0
+
+
+def test_evaluate_resume_reads_rows_of_a_csv_saved_with_a_bom(tmp_path: Path) -> None:
+    from agentiqa_cli.evaluate.state import read_rows
+
+    out = tmp_path / "r.csv"
+    _written(out, 2)
+    _rewrite(out, lineterminator="\r\n")
+    out.write_bytes(b"\xef\xbb\xbf" + out.read_bytes())
+    assert sorted(read_rows(out)) == ["img, 0.png", "img, 1.png"]
