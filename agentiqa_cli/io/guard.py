@@ -65,6 +65,8 @@ def is_trace_file(path: Path) -> bool:
         return False
     if line == "":
         return path.stat().st_size == 0
+    if line.startswith('{"step":"run"'):  # as we write it (a long header may be cut here)
+        return True
     try:
         first = json.loads(line)
     except ValueError:
