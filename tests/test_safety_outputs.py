@@ -432,3 +432,10 @@ def test_evaluate_resume_reads_rows_of_a_csv_saved_with_a_bom(tmp_path: Path) ->
     _rewrite(out, lineterminator="\r\n")
     out.write_bytes(b"\xef\xbb\xbf" + out.read_bytes())
     assert sorted(read_rows(out)) == ["img, 0.png", "img, 1.png"]
+
+
+def test_fix_csv_that_is_an_input_is_refused(tmp_path: Path, pics: Path) -> None:
+    victim = pics / "p0.png"
+    before = victim.read_bytes()
+    code = invoke("fix", pics, "--out", tmp_path / "fixed", "--csv", victim, "-q")
+    assert code == 2 and victim.read_bytes() == before
