@@ -439,3 +439,19 @@ def test_fix_csv_that_is_an_input_is_refused(tmp_path: Path, pics: Path) -> None
     before = victim.read_bytes()
     code = invoke("fix", pics, "--out", tmp_path / "fixed", "--csv", victim, "-q")
     assert code == 2 and victim.read_bytes() == before
+
+
+def test_report_never_replaces_an_input_our_csv_or_a_foreign_file(
+    tmp_path: Path, pics: Path
+) -> None:
+    out, victim, page = tmp_path / "r.csv", pics / "p0.png", tmp_path / "page.html"
+    before = victim.read_bytes()
+    assert invoke("score", pics, "-o", out, "--report", victim, "-q", "--force") == 2
+    assert victim.read_bytes() == before
+    assert invoke("score", pics, "-o", out, "--report", out, "-q") == 2
+    page.write_text("<html>mine</html>")
+    assert invoke("score", pics, "-o", out, "--report", page, "-q") == 2
+    assert page.read_text() == "<html>mine</html>" and not out.exists()
+    assert invoke("score", pics, "-o", out, "--report", page, "-q", "--force") == 0
+    assert invoke("score", pics, "-o", out, "--report", page, "-q") == 0  # ours now
+    assert "agentiqa report" in page.read_text()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +74,18 @@ def is_trace_file(path: Path) -> bool:
     return isinstance(first, dict) and first.get("step") == "run"
 
 
+def is_report_file(path: Path) -> bool:
+    """An empty file, or an HTML page of ``agentiqa report``."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF)
+    except OSError:
+        return False
+    return head == b"" or (
+        head.startswith(b"<!DOCTYPE html>") and b"<title>agentiqa report" in head
+    )
+
+
 def _same(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -116,22 +128,34 @@ class Outputs:
     csv: Path
     trace: Path
     force: bool = False
+    report: Path | None = None  # --report's HTML page
 
     @classmethod
-    def of(cls, out: Path, trace: Path | None, force: bool = False) -> Outputs:
-        return cls(out, trace_path_for(out, trace), force)
+    def of(
+        cls, out: Path, trace: Path | None, force: bool = False, report: Path | None = None
+    ) -> Outputs:
+        return cls(out, trace_path_for(out, trace), force, report)
+
+    def _files(self) -> list[tuple[Path, str, Callable[[Path], bool], str]]:
+        files: list[tuple[Path, str, Callable[[Path], bool], str]] = [
+            (self.csv, "--out", is_results_file, "an agentiqa results CSV"),
+            (self.trace, "--trace", is_trace_file, "an agentiqa trace"),
+        ]
+        if self.report is not None:
+            files.append((self.report, "--report", is_report_file, "an agentiqa report"))
+        return files
 
     def check(self) -> None:
         """Raise ConfigError (exit 2) unless both outputs may be written."""
-        if _same(self.csv, self.trace):
-            raise ConfigError(
-                f"--out and --trace are the same file ({display_path(self.csv)}); "
-                "give the trace its own name"
-            )
-        for path, what, ours, kind in (
-            (self.csv, "--out", is_results_file, "an agentiqa results CSV"),
-            (self.trace, "--trace", is_trace_file, "an agentiqa trace"),
-        ):
+        files = self._files()
+        for i, (a, what_a, _, _) in enumerate(files):
+            for b, what_b, _, _ in files[i + 1 :]:
+                if _same(a, b):
+                    raise ConfigError(
+                        f"{what_a} and {what_b} are the same file ({display_path(a)}); "
+                        "give each its own name"
+                    )
+        for path, what, ours, kind in files:
             _check_writable(path, what)
             if path.exists() and not self.force and not ours(path):
                 raise ConfigError(
@@ -141,11 +165,8 @@ class Outputs:
 
     def screen(self, jobs: Sequence[Job]) -> list[Job]:
         """The jobs without our own outputs; an input that would be overwritten is an error."""
-        own = [
-            (self.csv, is_results_file),
-            (self.trace, is_trace_file),
-            (lock_path(self.csv), lambda _: True),
-        ]
+        own = [(path, ours) for path, _, ours, _ in self._files()]
+        own.append((lock_path(self.csv), lambda _: True))
         kept = []
         for job in jobs:
             hit = next(((p, ours) for p, ours in own if _same(job.image, p)), None)
