@@ -208,6 +208,10 @@ def test_out_that_is_an_input_is_refused_even_with_force(tmp_path: Path, pics: P
     assert invoke("score", victim, pics / "p1.png", "-o", victim, "-q") == 2
     assert invoke("score", victim, pics / "p1.png", "-o", victim, "-q", "--force") == 2
     assert invoke("score", pics, "--trace", pics / "p1.png", "-o", tmp_path / "r.csv") == 2
+    os.link(victim, tmp_path / "hard.png")  # another name for the same file
+    (tmp_path / "soft.png").symlink_to(victim)
+    for alias in ("hard.png", "soft.png"):
+        assert invoke("score", pics, "-o", tmp_path / alias, "-q", "--force") == 2
     assert victim.read_bytes() == before
     assert not (tmp_path / "r.csv").exists()
 

@@ -86,6 +86,14 @@ def is_report_file(path: Path) -> bool:
     )
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _same(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -164,19 +172,25 @@ class Outputs:
                 )
 
     def screen(self, jobs: Sequence[Job]) -> list[Job]:
-        """The jobs without our own outputs; an input that would be overwritten is an error."""
-        own = [(path, ours) for path, _, ours, _ in self._files()]
-        own.append((lock_path(self.csv), lambda _: True))
+        """The jobs without our own outputs; an input that would be overwritten is an error.
+        Files are compared by identity (device, inode): links and other spellings count."""
+        own: dict[tuple[int, int], bool] = {}  # the outputs that exist → is it one of ours
+        for path, _, ours, _ in self._files():
+            if (ident := _identity(path)) is not None:
+                own[ident] = ours(path)
+        if (ident := _identity(lock_path(self.csv))) is not None:
+            own[ident] = True
+        if not own:
+            return list(jobs)
         kept = []
         for job in jobs:
-            hit = next(((p, ours) for p, ours in own if _same(job.image, p)), None)
-            if hit is not None and hit[1](hit[0]):
+            if own.get(_identity(job.image) or (-1, -1)):
                 continue  # one of ours, found by a folder or a glob
             for p in (job.image, job.reference):
-                if p is not None and any(_same(p, o) for o, _ in own):
+                if p is not None and _identity(p) in own:
                     raise ConfigError(
                         f"{display_path(p)} is an input and an output of this run; "
-                        "refusing to overwrite an input (choose another --out/--trace)"
+                        "refusing to overwrite an input (choose another output name)"
                     )
             kept.append(job)
         return kept
