@@ -459,3 +459,14 @@ def test_report_never_replaces_an_input_our_csv_or_a_foreign_file(
     assert invoke("score", pics, "-o", out, "--report", page, "-q", "--force") == 0
     assert invoke("score", pics, "-o", out, "--report", page, "-q") == 0  # ours now
     assert "agentiqa report" in page.read_text()
+
+
+def test_report_command_never_writes_over_its_csv_or_an_image(tmp_path: Path, pics: Path) -> None:
+    out = tmp_path / "r.csv"
+    assert invoke("score", pics, "-o", out, "-q") == 0
+    keep = {p: p.read_bytes() for p in (out, pics / "p0.png")}
+    for target in keep:
+        assert invoke("report", out, "--html", target, "-q") == 2
+    assert all(p.read_bytes() == b for p, b in keep.items())
+    for _ in range(2):  # its own page is replaced freely
+        assert invoke("report", out, "-q") == 0

@@ -129,6 +129,28 @@ def _check_writable(path: Path, what: str) -> None:
         raise ConfigError(f"{name}: cannot write there: {e.strerror or e}") from None
 
 
+def check_file(
+    path: Path, what: str, ours: Callable[[Path], bool], kind: str, force: bool | None = False
+) -> None:
+    """One output: writable, and when it exists one of ours (``kind``) unless ``force``
+    (None: the command has no --force)."""
+    _check_writable(path, what)
+    if path.exists() and not force and not ours(path):
+        hint = "--force to replace it" if force is not None else "remove it or choose another"
+        raise ConfigError(
+            f"{what} {display_path(path)} exists and is not {kind}; refusing to overwrite it "
+            f"({hint})"
+        )
+
+
+def check_report_page(html: Path, csv: Path) -> None:
+    """``agentiqa report``'s page: never the CSV it reads, never a file that is not a page
+    of ours (an image listed in the CSV, say)."""
+    if _same(html, csv):
+        raise ConfigError(f"--html {display_path(html)} is the results CSV it reports on")
+    check_file(html, "--html", is_report_file, "an agentiqa report", force=None)
+
+
 @dataclass(frozen=True)
 class Outputs:
     """The files one run writes: the results CSV, its trace, and the CSV's lock."""
@@ -164,12 +186,7 @@ class Outputs:
                         "give each its own name"
                     )
         for path, what, ours, kind in files:
-            _check_writable(path, what)
-            if path.exists() and not self.force and not ours(path):
-                raise ConfigError(
-                    f"{what} {display_path(path)} exists and is not {kind}; "
-                    "refusing to overwrite it (--force to replace it)"
-                )
+            check_file(path, what, ours, kind, self.force)
 
     def screen(self, jobs: Sequence[Job]) -> list[Job]:
         """The jobs without our own outputs; an input that would be overwritten is an error.
