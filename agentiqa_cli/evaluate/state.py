@@ -255,9 +255,7 @@ def read_rows(csv_path: Path) -> dict[str, Result]:
     rows: dict[str, Result] = {}
     if not csv_path.exists():
         return rows
-    with open(
-        csv_path, newline="", encoding="utf-8-sig", errors="replace"
-    ) as f:  # BOM: a spreadsheet save
+    with open(csv_path, newline="", encoding="utf-8-sig", errors="replace") as f:
         for row in csv.DictReader(f):
             with contextlib.suppress(KeyError, ValueError, ValidationError):
                 rows[row["image"]] = result_of(row)
