@@ -196,7 +196,7 @@ class ResultsWriter:
         self._fd = -1
         self._lock: FileLock | None = None
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.is_file():  # devices (--force -o /dev/null): no lock
+        if not path.exists() or path.is_file():  # (the guard refuses devices and pipes)
             self._lock = FileLock(lock_path(path), timeout=0)
             try:
                 # two runs on one CSV would both write the same images
