@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from agentiqa_cli.batch import Process
 from agentiqa_cli.bench.builtin_fit import TARGETS, Reading, fit_detector, read_items
 from agentiqa_cli.bench.goals import goals, judged_clean
 from agentiqa_cli.bench.methods import Item
@@ -193,6 +194,7 @@ METHODS = {  # name -> (command, settings besides the defaults)
     "assess": ("assess", {}),
     "score": ("score", {}),
     "gate": ("score", {"fusion": "min"}),
+    "score_ref": ("score", {}),  # with each image's clean photo as --ref
 }
 
 
@@ -206,20 +208,27 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-async def _run_method(method: str, paths: list[Path], cache: Path, digest: str) -> list[Result]:
+async def _run_method(
+    method: str, paths: list[Path], cache: Path, digest: str, refs: list[Path] | None = None
+) -> list[Result]:
     """One method's rows on ``paths``, from the cache when code, settings and images match."""
     command, extra = METHODS[method]
     settings = Settings(device="cpu", concurrency=2, **extra)
-    blob = json.dumps([digest, method, settings.model_dump(mode="json"), [str(p) for p in paths]])
+    names = [str(p) for p in paths] + [str(p) for p in refs or []]
+    blob = json.dumps([digest, method, settings.model_dump(mode="json"), names])
     f = cache / f"{method}-{hashlib.sha256(blob.encode()).hexdigest()[:16]}.jsonl"
     if f.exists():
         return [Result.model_validate_json(line) for line in f.read_text("utf-8").splitlines()]
     t0 = time.perf_counter()
     async with Runtime(settings) as rt:
         bench = Bench(rt, TraceWriter(None))
-        items = [Item(image=p, key=str(p)) for p in paths]
-        process = await rt.agent() if command == "assess" else rt.scorer(rt.score_cards(False))
-        rows = await bench.run(method, items, process, command, refs=False)
+        rp: list[Path | None] = list(refs) if refs else [None] * len(paths)
+        items = [Item(image=p, reference=r, key=str(p)) for p, r in zip(paths, rp, strict=True)]
+        if command == "assess":
+            process: Process = await rt.agent()
+        else:
+            process = rt.scorer(rt.score_cards(has_reference=refs is not None))
+        rows = await bench.run(method, items, process, command, refs=refs is not None)
     cache.mkdir(parents=True, exist_ok=True)
     f.write_text("".join(r.model_dump_json() + "\n" for r in rows), "utf-8")
     print(f"  ran {method} on {len(paths)} images in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -272,6 +281,9 @@ def realset_main(argv: list[str]) -> int:
             "synth_assess": await _run_method("assess", synth_paths, cache, digest),
             "synth_score": await _run_method("score", synth_paths, cache, digest),
             "synth_gate": await _run_method("gate", synth_paths, cache, digest),
+            "synth_ref": await _run_method(
+                "score_ref", synth_paths, cache, digest, [r.reference or r.image for r in synth]
+            ),
         }
 
     rows = asyncio.run(run_all())
@@ -283,6 +295,7 @@ def realset_main(argv: list[str]) -> int:
         rows["synth_assess"],
         rows["synth_score"],
         rows["synth_gate"],
+        rows["synth_ref"],
     )
     print(f"\n{'goal':42s} {'value':>8s} {'target':>8s} {'n':>6s}  met")
     for g in table:
@@ -303,6 +316,7 @@ def realset_main(argv: list[str]) -> int:
             "assess": [r.score for r in rows["synth_assess"]],
             "score": [r.score for r in rows["synth_score"]],
             "score --fusion min": [r.score for r in rows["synth_gate"]],
+            "score --ref": [r.score for r in rows["synth_ref"]],
         },
     )
     print("\nper kind: SRCC of score against level within each photo (averaged), and clean")
