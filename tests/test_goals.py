@@ -40,7 +40,16 @@ def test_goals_table_from_rows() -> None:
     flat = [row(3.0) for _ in synth]
     table = {
         g.name: g
-        for g in goals([["bw"]], [row(4.5)], [row(4.0)], synth, falling, flat, falling, falling)
+        for g in goals(
+            [["bw"]],
+            [row(4.5)],
+            [row(4.0)],
+            synth,
+            falling,
+            flat,
+            falling,
+            list(zip(synth, falling, strict=True)),
+        )
     }
     assert table["clean judged clean: bw"].met is True
     assert table["gate (min, 3) passes clean"].value == 1.0
@@ -53,6 +62,15 @@ def test_goals_table_from_rows() -> None:
     assert table["score --ref: level 5 below 2.5"].met is True
     assert table["score --ref: identical pair >= 4.5"].met is True
     high = [row(4.0) for _ in synth]  # sees nothing: clean everywhere, never fails the gate
-    worse = goals([["bw"]], [row(3.0)], [row(2.0)], synth, high, falling, high, high)
+    worse = goals(
+        [["bw"]],
+        [row(3.0)],
+        [row(2.0)],
+        synth,
+        high,
+        falling,
+        high,
+        list(zip(synth, high, strict=True)),
+    )
     assert len(worse) == 11
     assert [g.name for g in worse if g.met] == ["score: level 5 below 2.5"]

@@ -72,4 +72,3 @@ def test_sigma_25_noise_is_not_excellent(photos: tuple[Path, list[Path]]) -> Non
     out = work / "sigma25.csv"
     assert invoke("score", noisy, "--out", out)[0] == 0
     assert pd.read_csv(out)["level"][0] in ("bad", "poor", "fair")
-
