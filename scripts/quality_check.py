@@ -11,8 +11,8 @@ per-kind SRCC table and every clean image's judgement.
 
 --synthetic: the earlier check of the default no-reference score on synthetic distortions.
 
-The fused score is the plain mean of the normalized (1-5) scores of the default NR set, with
-the logistic parameters of their tool cards. On the photos bundled with scikit-image
+The fused score is the configured default fusion (min) of the normalized (1-5) scores of
+the default NR set, with the logistic parameters of their tool cards. On the photos bundled with scikit-image
 (bench.synth.PHOTOS, 512 px long side) distorted by the eight kinds of
 bench.synth.CHECK_KINDS at levels 1-5 (seed 0), it reports per kind, as eval-bench synth
 does (bench.synth_eval):
@@ -58,6 +58,7 @@ from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.scoring import fuse_tools
 from agentiqa_cli.tools.cards import CardSet, load_cards
 from agentiqa_cli.tools.detectors import findings
 from agentiqa_cli.tools.logistic import normalize
@@ -114,9 +115,10 @@ def _pyiqa_raw(tool: str, cards: CardSet, paths: list[Path]) -> list[float]:
 def report(
     title: str, rows: list[SynthRow], norms: dict[str, list[float]], tools: list[str]
 ) -> None:
-    fused = list(np.mean([norms[t] for t in tools], axis=0))
+    fusion = Settings().fusion  # as `score` fuses by default
+    fused = [fuse_tools(list(v), fusion) for v in zip(*(norms[t] for t in tools), strict=True)]
     rep = evaluate_synth(rows, {"fused": fused, **{t: norms[t] for t in tools}})
-    print(f"\n== {title}: fused = mean of {', '.join(tools)}")
+    print(f"\n== {title}: fused = {fusion} of {', '.join(tools)}")
     print(f"{'kind':12s} {'srcc_within':>11s} {'srcc_pooled':>11s} {'rank_rate':>9s}")
     m = rep.methods[0]
     for k in m.kinds:
