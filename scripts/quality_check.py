@@ -330,7 +330,8 @@ def realset_main(argv: list[str]) -> int:
     print("\nper kind: SRCC of score against level within each photo (averaged), and clean")
     print("above level 4-5 of other photos")
     names = [m.method for m in rep.methods]
-    print(f"{'kind':13s}" + "".join(f"{n[:18]:>20s}" for n in names))
+    print(f"{'':13s}" + "".join(f"{n[:18]:>20s}" for n in names))
+    print(f"{'kind':13s}" + f"{'SRCC':>10s}{'rank':>10s}" * len(names))
     for i, k in enumerate(rep.methods[0].kinds):
         cells = [m.kinds[i] for m in rep.methods]
         print(
