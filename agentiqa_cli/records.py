@@ -31,6 +31,10 @@ Category = Literal[
 ]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
 
+# how many images a round of `agentiqa evaluate` samples, and sub-aspects a query names
+EVAL_N_MIN, EVAL_N_MAX = 3, 9
+EVAL_MAX_ASPECTS = 5
+
 # AgenticIQA-Eval's tracks: the component a multiple-choice question tests (seed 000 §4)
 Track = Literal["planner", "executor-distortion", "executor-tool", "summarizer"]
 
@@ -194,7 +198,7 @@ class Result(Record):
 
 Step = Literal[
     "run", "plan", "detect", "analyze", "select", "tool", "summarize", "final", "error",
-    "probe", "crop", "eval_plan", "eval_round", "imperfect",
+    "probe", "crop", "eval_plan", "eval_round", "imperfect", "experience",
 ]  # fmt: skip
 
 

@@ -502,3 +502,24 @@ def test_benchmark_csvs_neutralise_user_text_too(tmp_path: Path) -> None:
     write_mcq_csv(report, tmp_path / "a.csv")
     (row,) = rows(tmp_path / "a.csv")
     assert row["id"] == "'@q1" and row["error"] == "'=HYPERLINK(x)" and row["correct"] == "0"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_report_facts_never_read_a_fifo_or_a_device(tmp_path: Path) -> None:
+    import threading
+
+    from agentiqa_cli.report.facts import measure
+
+    os.mkfifo(tmp_path / "fifo.png")
+    (tmp_path / "zero.png").symlink_to("/dev/zero")
+    got: dict[str, str] = {}
+
+    def go() -> None:
+        for name in ("fifo.png", "zero.png"):
+            got[name] = measure(tmp_path / name).error or ""
+
+    t = threading.Thread(target=go, daemon=True)  # a hang fails here, not the whole suite
+    t.start()
+    t.join(timeout=20)
+    assert not t.is_alive(), "measure() hung"
+    assert all("not a regular file" in e for e in got.values()), got

@@ -12,7 +12,15 @@ import sys
 
 import typer
 
-from agentiqa_cli.cli import bench, evaluate, fix, run, tools  # noqa: F401 - registers the commands
+from agentiqa_cli.cli import (  # noqa: F401 - registers the commands
+    bench,
+    evaluate,
+    experience,
+    fix,
+    report,
+    run,
+    tools,
+)
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app, state
 from agentiqa_cli.errors import AgentIQAError

@@ -15,12 +15,15 @@ from agentiqa_cli.cli.app import app
 from agentiqa_cli.cli.options import (
     EXIT_CODES_HELP,
     Common,
+    EvolveOpt,
+    ExperienceOpt,
     FusionOpt,
     Paths,
     Ref,
     shared,
     tool_list,
 )
+from agentiqa_cli.cli.report import ReportOpt, report_after_run
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
@@ -45,6 +48,7 @@ def score(
     ] = None,
     ref: Ref = None,
     fusion: FusionOpt = None,
+    report: ReportOpt = None,
 ) -> None:
     """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
@@ -59,6 +63,7 @@ def score(
         return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names)
 
     summary = asyncio.run(_with_runtime(settings, main))
+    report_after_run(opts.out, report, opts.quiet)
     finish(summary, opts, "agentiqa score")
 
 
@@ -244,6 +249,9 @@ def assess(
             "(also lum, deblur, denoise; score_before is the score before restoration).",
         ),
     ] = "off",
+    experience: ExperienceOpt = None,
+    evolve: EvolveOpt = False,
+    report: ReportOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
     from agentiqa_cli.imperfect.apply import (
@@ -257,7 +265,12 @@ def assess(
     if fix not in FIX_MODES:
         raise ConfigError(f"--fix must be one of {', '.join(FIX_MODES)}, got {fix!r}")
     settings = opts.settings(
-        query=query, tools=tool_list(tools), learned_tools=learned_tools, fusion=fusion
+        query=query,
+        tools=tool_list(tools),
+        learned_tools=learned_tools,
+        fusion=fusion,
+        experience=experience,
+        evolve=evolve or None,
     )
 
     async def main(rt: Runtime) -> BatchSummary:
@@ -274,4 +287,5 @@ def assess(
         )  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))
+    report_after_run(opts.out, report, opts.quiet)
     finish(summary, opts, "agentiqa assess")

@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from agentiqa_cli.bench.synth import _rng
+from agentiqa_cli.bench.synth import item_rng
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imperfect.corrupt import KINDS, OTHERS_NEEDED, corrupt
 from agentiqa_cli.imperfect.records import FIXABLE, Crop, Fill, Flip, Lum, Operation, Rotate
@@ -86,7 +86,7 @@ def build(
     items = []
     for i, (src, x) in enumerate(zip(sources, cleans, strict=True)):
         for kind in KINDS_AND_ORIGINAL:
-            rng = _rng(seed, src.name, kind)
+            rng = item_rng(seed, src.name, kind)
             rel = f"{kind}/{src.stem}.png"
             (out_dir / kind).mkdir(exist_ok=True)
             oracle: list[Operation] = []
