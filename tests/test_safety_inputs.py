@@ -523,3 +523,15 @@ def test_report_facts_never_read_a_fifo_or_a_device(tmp_path: Path) -> None:
     t.join(timeout=20)
     assert not t.is_alive(), "measure() hung"
     assert all("not a regular file" in e for e in got.values()), got
+
+
+def test_report_reads_formula_like_names_back(tmp_path: Path) -> None:
+    from agentiqa_cli.io.results import ResultsWriter, columns_for
+    from agentiqa_cli.records import Result
+    from agentiqa_cli.report.rows import read_rows
+
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, columns_for(None)) as w:
+        w.write(Result(image="-dark.png", key="k1", score=2.5))
+    (row,) = read_rows(out)
+    assert row.image == "-dark.png" and row.score == 2.5
