@@ -535,3 +535,41 @@ def test_report_reads_formula_like_names_back(tmp_path: Path) -> None:
         w.write(Result(image="-dark.png", key="k1", score=2.5))
     (row,) = read_rows(out)
     assert row.image == "-dark.png" and row.score == 2.5
+
+
+@pytest.mark.parametrize("bad", ["NaN", "-Infinity"])
+def test_http_vlm_with_broken_logprobs_end_to_end(tmp_path: Path, bad: str) -> None:
+    """`assess` against an OpenAI-compatible server whose level token carries NaN or
+    -Infinity: an ok row whose score is the tools' own, never 1.000 "bad" or an error."""
+    from tests.test_agent import EXAMINE_NOISE, PLAN_GLOBAL, SELECT_NOISE
+    from tests.test_vlm_http_faults import Reply, ScriptedServer, completion
+
+    summary = '{"level":"excellent","answer":"fine","reasoning":"r","sufficient":true}'
+    tokens = ['{"', "level", '":"', "excellent", '","', "answer", '":"', "fine", '"}']
+    content = [{"token": t, "logprob": -0.01, "top_logprobs": []} for t in tokens]
+    content[3] = {"token": "excellent", "logprob": "BAD",
+                  "top_logprobs": [{"token": "excellent", "logprob": "BAD"},
+                                   {"token": "good", "logprob": -2.0}]}  # fmt: skip
+    body = json.dumps(completion(summary, logprobs={"content": content}))
+    raw = body.replace('"BAD"', bad).encode()  # what a broken server sends
+    server = ScriptedServer()
+    server.queue(
+        Reply(body={"object": "list", "data": [{"id": "m", "object": "model"}]}),
+        Reply(body=completion(json.dumps(PLAN_GLOBAL))),
+        Reply(body=completion(json.dumps(EXAMINE_NOISE))),
+        Reply(body=completion(json.dumps(SELECT_NOISE))),
+        Reply(raw=raw),
+    )
+    server.thread.start()
+    try:
+        save_rgb(tmp_path / "a.png", natural_like(64, 80))
+        r = run("assess", "a.png", "--vlm", server.url, "--model", "m", "-t", "piqe",
+                "--vlm-fallback", "rules", "-o", "out.csv", "-j", "1", cwd=tmp_path)  # fmt: skip
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+    (row,) = rows(tmp_path / "out.csv")
+    assert r.returncode == 0, (row, r.stderr)
+    assert row["status"] == "ok" and row["error"] == ""
+    score = float(row["score"])
+    assert 1.0 <= score <= 5.0 and row["level"] != "" and score != 1.0
