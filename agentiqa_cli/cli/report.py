@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from agentiqa_cli.cli import render as ui
@@ -56,7 +55,7 @@ def issues_table(report: Report) -> Table:
     for issue in report.issues:
         worst = ", ".join(s.image for s in issue.worst[:3])
         style = "dim" if issue.count == 0 else ""
-        table.add_row(issue.name, issue.source, str(issue.count), escape(worst), style=style)
+        table.add_row(issue.name, issue.source, str(issue.count), ui.cell(worst), style=style)
     table.caption = (
         f"{report.images} images, {report.readable} readable; "
         f"{len(report.exact_sets)} exact and {len(report.near_sets)} near duplicate sets"

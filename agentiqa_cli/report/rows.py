@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.results import original_cell
 
 _NAME_KEYS = ("type", "name", "kind", "category", "imperfection", "issue")
 _LEVEL_KEYS = ("level", "severity", "score", "confidence", "value")
@@ -104,7 +105,9 @@ def read_rows(path: Path) -> list[Row]:
             if reader.fieldnames is None or "image" not in reader.fieldnames:
                 raise ConfigError(f"{path}: not a results CSV (no 'image' column)")
             rows: dict[str, Row] = {}
-            for rec in reader:
+            for cells in reader:
+                # cells that could read as formulas were written with a leading ' (safe_cell)
+                rec = {k: original_cell(v) for k, v in cells.items() if isinstance(v, str)}
                 image = (rec.get("image") or "").strip()
                 if not image:
                     continue
