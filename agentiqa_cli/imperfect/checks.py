@@ -11,8 +11,9 @@ needed; ``NEEDS_VLM`` lists them.
   y = H/2 → crop a quadrant (which one is the query's business: the rules keep the top-left);
 - overlay: a pasted rectangle's step edges along the inner sides of the anchor boxes
   (f·W × f·H at a corner or the centre, f ∈ {1/8, 1/4, 1/2}) → fill it white;
-- recapture: screen moiré, isolated peaks in the luma spectrum away from the axes, whose
-  energy map gives the screen's box → crop to it;
+- recapture: a screen's dark bezel (a near-black frame around a brighter inside), else
+  screen moiré (an isolated peak in the luma spectrum away from the axes, whose energy
+  map gives the box) → crop to the screen;
 - brightness: the 99th luma percentile far below white (dark), or a large clipped share
   with a bright median (bright) → lum;
 - blur: the steepness of the strongest edges for their contrast → deblur;
@@ -57,7 +58,8 @@ COMB_MIN = 0.2  # empty levels inside the histogram (a gain of 1.25 or more)
 BRIGHT_FACTOR = 0.6  # seed 003's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
 EDGE_MIN = 0.32  # edge steepness below clean photos' (0.39+ measured)
 NOISE_MAX = 0.03  # the noise detector's sigma beyond clean photos'
-MOIRE_PEAK = 400.0  # spectral peak / median magnitude in its band
+MOIRE_PEAK = 400.0
+BEZEL_DARK = 0.045  # a screen's frame is darker than a dim room  # spectral peak / median magnitude in its band
 LOW_ENTROPY_BITS, ODD_ASPECT, TINY_SIDE = 2.0, 0.4, 64
 
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -225,8 +227,54 @@ def overlay(x: Array) -> Imperfection | None:
     )  # fmt: skip
 
 
+# -- screen: bezel, moiré ------------------------------------------------------------------
+def bezel(x: Array) -> tuple[int, int, int, int] | None:
+    """A screen's dark frame: a near-black connected region whose bounding box is dark
+    along all four sides (a frame) but not inside; returns the screen inside it (pixels)."""
+    from scipy import ndimage
+
+    h, w = x.shape[:2]
+    dark = luma(x) < BEZEL_DARK
+    lab, n = ndimage.label(dark)
+    if n == 0:
+        return None
+    sizes = ndimage.sum(dark, lab, index=np.arange(1, n + 1))
+    objects = ndimage.find_objects(lab)
+    for k in np.argsort(sizes)[::-1][:3]:
+        if sizes[k] < 0.01 * h * w:
+            break
+        rows, cols = objects[k]
+        top, bottom, left, right = rows.start, rows.stop, cols.start, cols.stop
+        bh, bw = bottom - top, right - left
+        if bh < 0.2 * h or bw < 0.2 * w or (bh > 0.97 * h and bw > 0.97 * w):
+            continue
+        frame = lab[top:bottom, left:right] == k + 1
+        t = max(2, min(bh, bw) // 20)
+        sides = (frame[:t].mean(), frame[-t:].mean(), frame[:, :t].mean(), frame[:, -t:].mean())
+        inner = frame[bh // 4 : 3 * bh // 4, bw // 4 : 3 * bw // 4].mean()
+        if min(sides) < 0.7 or inner > 0.5:
+            continue
+        mid_r, mid_c = frame[bh // 2], frame[:, bw // 2]  # inward to the first screen pixel
+        l2, r2 = int(np.argmin(mid_r)), bw - int(np.argmin(mid_r[::-1]))
+        t2, b2 = int(np.argmin(mid_c)), bh - int(np.argmin(mid_c[::-1]))
+        if r2 - l2 < 8 or b2 - t2 < 8:
+            continue
+        return left + l2, top + t2, left + r2, top + b2
+    return None
+
+
 # -- screen moiré --------------------------------------------------------------------------
 def recapture(x: Array) -> Imperfection | None:
+    h, w = x.shape[:2]
+    screen = bezel(x)
+    if screen is not None:
+        box = Box.of_pixels(*screen, w, h)
+        return Imperfection(type="recapture", box=box, operations=[Crop(bbox=box)],
+                            reason="a screen's dark bezel frames the picture")  # fmt: skip
+    return moire(x)
+
+
+def moire(x: Array) -> Imperfection | None:
     g = luma(x)
     h, w = g.shape
     if min(h, w) < 64:
