@@ -33,6 +33,7 @@ from agentiqa_cli.batch import BatchSummary, Decoder, Process, run_batch
 from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError, VLMError, VLMUnreachableError
 from agentiqa_cli.imaging.discover import Job, discover, pair
+from agentiqa_cli.io.guard import Outputs, trace_path_for
 from agentiqa_cli.io.results import ResultsWriter, columns_for
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
@@ -85,8 +86,11 @@ class Runtime:
     def prompts(self) -> dict[str, PromptSpec]:
         return load_prompts(self.settings.prompts_dir or default_prompts_dir())
 
-    def jobs(self, paths: list[str], ref: str | None) -> list[Job]:
-        return pair(discover(paths, self.settings.recursive), ref)
+    def jobs(self, paths: list[str], ref: str | None, outputs: Outputs | None = None) -> list[Job]:
+        """The inputs' jobs; with ``outputs``, without our own outputs and only once those
+        are known to be safe to write (exit 2 before any image is processed)."""
+        jobs = pair(discover(paths, self.settings.recursive), ref)
+        return outputs.screened(jobs) if outputs is not None else jobs
 
     def tool_problems(self, cards: Sequence[ToolCard]) -> list[str]:
         """Build each metric once, now: a broken card is a ConfigError before any output;
@@ -262,10 +266,13 @@ class Runtime:
         tool_columns: list[str] | None = None,
         extra_columns: list[str] | None = None,
         extra: Callable[[Result], Mapping[str, str]] | None = None,
+        force: bool = False,
     ) -> Iterator[tuple[ResultsWriter, TraceWriter]]:
         """The results CSV and its trace, closed as complete only when the block completes.
-        ``extra_columns`` are a command's own columns, filled per row by ``extra``."""
+        ``extra_columns`` are a command's own columns, filled per row by ``extra``; the
+        paths are checked first (``Outputs.check``: exit 2, nothing written)."""
         trace_path = trace_path_for(out, trace)
+        Outputs(out, trace_path, force).check()
         columns = columns_for(tool_columns) + list(extra_columns or [])
         writer = ResultsWriter(out, columns, resume=resume, extra=extra)
         tracer = TraceWriter(trace_path, append=resume, header=self.header(command))
@@ -298,13 +305,6 @@ class Unreachable:
 
     async def aclose(self) -> None:
         return None
-
-
-def trace_path_for(out: Path, trace: Path | None) -> Path:
-    """``--trace``, or beside the CSV: results.csv → trace.jsonl (SPEC §1), other names
-    <stem>.trace.jsonl."""
-    default = "trace.jsonl" if out.name == "results.csv" else out.stem + ".trace.jsonl"
-    return trace or out.with_name(default)
 
 
 def build_vlm(settings: Settings, cards: CardSet) -> VLM:

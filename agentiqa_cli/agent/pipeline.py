@@ -144,6 +144,15 @@ class Agent:
         trace_tool_scores(pair, evidence, note="evidence (signal detectors)")
         return evidence
 
+    def _looking(self, has_ref: bool, evidence: list[ToolScore]) -> dict[str, Any]:
+        """What every role that looks at the image is told (``inputs._Looking``)."""
+        return {
+            "query": self.opt.query,
+            "has_reference": has_ref,
+            "evidence": evidence,
+            "show_evidence": self.opt.show_evidence,
+        }
+
     # -- one image ----------------------------------------------------------------------------
     async def __call__(self, pair: Pair) -> Result:
         usage = Usage()
@@ -161,10 +170,7 @@ class Agent:
             findings, scores = await self._measure(plan, pair, evidence, usage)
             findings += local
             inputs = SummarizeInput(
-                query=self.opt.query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
+                **self._looking(has_ref, evidence),
                 plan=plan,
                 findings=findings,
                 tool_scores=scores,
@@ -233,10 +239,7 @@ class Agent:
             elif track != "planner":
                 findings, scores = await self._measure(plan, pair, evidence, usage)
             inputs = InterpretInput(
-                query=self.opt.query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
+                **self._looking(has_ref, evidence),
                 plan=plan,
                 findings=findings,
                 tool_scores=scores,

@@ -29,8 +29,9 @@ from agentiqa_cli.evaluate.tiers import (
     tiers_from_reference,
 )
 from agentiqa_cli.gate import EXIT_GATE, EXIT_INPUT, EXIT_OK
+from agentiqa_cli.io.guard import trace_path_for
 from agentiqa_cli.records import Result
-from agentiqa_cli.runtime import Runtime, trace_path_for
+from agentiqa_cli.runtime import Runtime
 
 EVALUATE_HELP = (
     "Gates on the verdict: --fail-under-tier T fails below tier T; --fail-mean-under X when "
@@ -149,13 +150,13 @@ def evaluate(
                     gen, gen_dir or opts.out.with_name(opts.out.stem + "-images")
                 )
             else:
-                src = Folder(rt.jobs(source or [], None))
+                src = Folder(rt.jobs(source or [], None, opts.outputs()))
             rt.check_agent_setup()
             await rt.connect()  # a wrong model is exit 2 here, before any output
             say_notes(rt)
             ev = Evaluation(rt, config, src, hooks)
             with rt.outputs(opts.out, opts.trace, opts.resume, "evaluate",
-                            extra_columns=EVAL_COLUMNS, extra=ev.cells_of) as (writer, tracer), reporter.running():  # fmt: skip
+                            extra_columns=EVAL_COLUMNS, extra=ev.cells_of, force=opts.force) as (writer, tracer), reporter.running():  # fmt: skip
                 if opts.resume:
                     done = ev.resume(trace_path_for(opts.out, opts.trace), opts.out)
                     ui.note(f"resuming after {done} round(s) drawn", opts.quiet)
