@@ -194,7 +194,7 @@ class Result(Record):
 
 Step = Literal[
     "run", "plan", "detect", "analyze", "select", "tool", "summarize", "final", "error",
-    "probe", "crop", "eval_plan", "eval_round", "imperfect",
+    "probe", "crop", "eval_plan", "eval_round", "imperfect", "experience",
 ]  # fmt: skip
 
 

@@ -25,6 +25,7 @@ from types import TracebackType
 from pydantic import JsonValue
 
 from agentiqa_cli import __version__
+from agentiqa_cli.agent.advice import ToolAdvisor
 from agentiqa_cli.agent.pipeline import Agent, AgentOptions
 from agentiqa_cli.agent.prompts import PromptSpec, load_prompts
 from agentiqa_cli.agent.roles import Asker
@@ -41,7 +42,7 @@ from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
 from agentiqa_cli.scoring import ToolScorer
 from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
 from agentiqa_cli.tools.runner import ToolRunner
-from agentiqa_cli.tools.weights import offered_learned
+from agentiqa_cli.tools.weights import candidates, offered_learned
 from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
 
 
@@ -156,7 +157,7 @@ class Runtime:
     def check_agent_setup(self) -> None:
         """Everything the agent needs that can be wrong in the configuration, checked
         before any output is opened (exit 2, earlier outputs untouched)."""
-        _ = self.prompts, self.runner, self._backend
+        _ = self.prompts, self.runner, self._backend, self.advisor
         if self.settings.tools:
             self.cards.resolve(self.settings.tools)
 
@@ -207,14 +208,35 @@ class Runtime:
             zoom_turns=self.settings.zoom_turns,
             pixel_budget=self.settings.image_pixels,
         )
-        return Agent(asker, self.cards, self.runner, options)
+        return Agent(asker, self.cards, self.runner, options, advisor=self.advisor)
+
+    @cached_property
+    def advisor(self) -> ToolAdvisor | None:
+        """The experience pool of ``--experience``, read whole and checked against these
+        tool cards (a missing, damaged, foreign or stale pool is a ConfigError, exit 2)."""
+        from agentiqa_cli.experience.advisor import PoolAdvisor
+        from agentiqa_cli.experience.pool import check_cards, read_pool
+
+        path = self.settings.experience
+        if path is None:
+            if self.settings.evolve:
+                raise ConfigError("--evolve needs --experience POOL")
+            return None
+        pool = read_pool(path)
+        check_cards(pool, self.cards.hashes, self.calibration_digest())
+        offered = [c.name for c in candidates(self.cards, True, self.settings.learned_tools)]
+        return PoolAdvisor(pool, offered, self.cards, self.runner, evolve=self.settings.evolve)
+
+    def calibration_digest(self) -> str | None:
+        """The calibration overlay's content digest (None without one)."""
+        calibration = self.settings.calibration
+        return _file_digest(calibration) if calibration is not None else None
 
     # -- identity of a run ----------------------------------------------------------------------
     def fingerprint(self, command: str) -> str:
         """Resume keys: ``score`` depends on tools and cards; the agent also on the VLM (the
         model it actually serves, once connected), the query and the prompts."""
-        calibration = self.settings.calibration
-        overlay = _file_digest(calibration) if calibration is not None else None
+        overlay = self.calibration_digest()
         if command == "score":
             return self.settings.fingerprint(
                 command, self.cards.hashes, overlay, include_agent=False

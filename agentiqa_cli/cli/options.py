@@ -57,6 +57,22 @@ FusionOpt = Annotated[
         "attribute barely moves a mean of seven).",
     ),
 ]
+ExperienceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--experience",
+        help="Experience pool (`agentiqa experience build`): where it ranks a distortion's "
+        "tools significantly, that tool is used without asking the VLM.",
+    ),
+]
+EvolveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--evolve",
+        help="Add each image's records to the --experience pool (its detected distortions "
+        "measured on synthetic levels of it); every 25 new records per key refit it.",
+    ),
+]
 Device = Annotated[
     str | None, typer.Option("--device", help="auto | cpu | cuda[:N] for the tools.")
 ]

@@ -15,6 +15,8 @@ from agentiqa_cli.cli.app import app
 from agentiqa_cli.cli.options import (
     EXIT_CODES_HELP,
     Common,
+    EvolveOpt,
+    ExperienceOpt,
     FusionOpt,
     Paths,
     Ref,
@@ -244,6 +246,8 @@ def assess(
             "(also lum, deblur, denoise; score_before is the score before restoration).",
         ),
     ] = "off",
+    experience: ExperienceOpt = None,
+    evolve: EvolveOpt = False,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
     from agentiqa_cli.imperfect.apply import (
@@ -257,7 +261,12 @@ def assess(
     if fix not in FIX_MODES:
         raise ConfigError(f"--fix must be one of {', '.join(FIX_MODES)}, got {fix!r}")
     settings = opts.settings(
-        query=query, tools=tool_list(tools), learned_tools=learned_tools, fusion=fusion
+        query=query,
+        tools=tool_list(tools),
+        learned_tools=learned_tools,
+        fusion=fusion,
+        experience=experience,
+        evolve=evolve or None,
     )
 
     async def main(rt: Runtime) -> BatchSummary:

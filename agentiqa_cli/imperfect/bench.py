@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.agent.roles import Asker
 from agentiqa_cli.batch import Pair
-from agentiqa_cli.bench.synth import _rng
+from agentiqa_cli.bench.synth import item_rng
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imperfect.corrupt import KINDS, OTHERS_NEEDED, corrupt
 from agentiqa_cli.imperfect.records import (
@@ -100,7 +100,7 @@ def build(
     items = []
     for i, (src, x) in enumerate(zip(sources, cleans, strict=True)):
         for kind in KINDS_AND_ORIGINAL:
-            rng = _rng(seed, src.name, kind)
+            rng = item_rng(seed, src.name, kind)
             rel = f"{kind}/{src.stem}.png"
             (out_dir / kind).mkdir(exist_ok=True)
             oracle: list[Operation] = []
