@@ -407,8 +407,10 @@ def noise(x: Array) -> Imperfection | None:
 
 
 # -- CleanVision's per-image properties ----------------------------------------------------
-def properties(x: Array) -> list[Imperfection]:
+def properties(x: Array, sample: Array | None = None) -> list[Imperfection]:
+    """``sample``: the pixels to measure (default all of ``x``); sizes come from ``x``."""
     h, w = x.shape[:2]
+    x = x if sample is None else sample
     out = []
     hist = np.bincount((luma(x) * 255 + 0.5).astype(np.int64).ravel(), minlength=256)
     p = hist[hist > 0] / hist.sum()
@@ -425,24 +427,43 @@ def properties(x: Array) -> list[Imperfection]:
     return out
 
 
-# layout first: a collage's tiles or a screen's room would confuse the pixel checks
-LAYOUT: tuple[Callable[[Array], Imperfection | None], ...] = (borders, expand, recapture, overlay)
-PIXELS: tuple[Callable[[Array], Imperfection | None], ...] = (brightness, blur, noise)
+SAMPLE_PIXELS = 1 << 20  # histograms and percentiles read about a megapixel
+CHECK_SIDE = 1024  # layout and blur are judged on an area-averaged copy at most this big
+
+
+def shrink(x: Array, side: int = CHECK_SIDE) -> Array:
+    """An integer-factor area average with the long side at most ``side`` (boxes are
+    fractions of the image, so they hold for the original)."""
+    h, w = x.shape[:2]
+    f = -(-max(h, w) // side)
+    if f <= 1:
+        return x
+    hh, ww = h // f, w // f
+    return np.asarray(
+        x[: hh * f, : ww * f].reshape(hh, f, ww, f, 3).mean(axis=(1, 3)), dtype=np.float32
+    )
+
+
+# layout first: a collage's tiles or a screen's room would confuse the pixel checks; the
+# borders, the histogram comb and the noise read the full image, the rest a copy
+LAYOUT: tuple[Callable[[Array], Imperfection | None], ...] = (expand, recapture, overlay)
 
 
 def check(x: Array) -> list[Imperfection]:
     """Every rules check on one image: at most one layout finding (the first that fires),
     the pixel-level ones, then CleanVision's properties."""
+    small = shrink(x)
+    f = max(1, round((x.shape[0] * x.shape[1] / SAMPLE_PIXELS) ** 0.5))
+    sample = x[::f, ::f]  # every f-th pixel: the 8-bit levels stay as they are
     found: list[Imperfection] = []
-    for fn in LAYOUT:
-        hit = fn(x)
+    for i in range(len(LAYOUT) + 1):  # the first that fires ends the layout checks
+        hit = borders(x) if i == 0 else LAYOUT[i - 1](small)
         if hit is not None:
             found.append(hit)
             break
-    props = properties(x)
+    props = properties(x, sample)
     if not any(p.type == "low_information" for p in props):  # nothing to judge on a flat image
-        for fn in PIXELS:
-            hit = fn(x)
+        for hit in (brightness(sample), blur(small), noise(x)):
             if hit is not None:
                 found.append(hit)
     return found + props
