@@ -53,7 +53,7 @@ def test_vqpp_and_fix_with_a_served_model(
     assert code == 0
     with open(tmp_path / "vq" / "vqpp.csv", newline="") as f:
         rows = {r["kind"]: r for r in csv.DictReader(f)}
-    assert rows["overall"]["n"] == "22" and len(rows) == 12
+    assert rows["overall"]["n"] == "24" and len(rows) == 13  # 2 × (original + 11 kinds)
     decisions = [
         json.loads(x) for x in (tmp_path / "vq" / "decisions.jsonl").read_text().splitlines()
     ]
