@@ -81,3 +81,10 @@ def test_anchor_boxes_tile_the_corners() -> None:
     assert anchor_box("TL", 0.5, 100, 60) == (0, 0, 50, 30)
     assert anchor_box("BR", 0.25, 100, 60) == (75, 45, 100, 60)
     assert anchor_box("C", 0.5, 100, 60) == (25, 15, 75, 45)
+
+
+def test_a_photo_of_a_screen_is_cropped_to_the_screen(photos: list[np.ndarray]) -> None:
+    x, oracle, _ = corrupt("recapture", photos[0], photos[1:], np.random.default_rng(2))
+    (found,) = [f for f in checks.check(x) if f.type == "recapture"]
+    assert found.box is not None and found.box.iou(oracle[0].bbox) > 0.8  # type: ignore[union-attr]
+    assert not any(f.type == "recapture" for p in photos for f in checks.check(p))

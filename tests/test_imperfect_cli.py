@@ -69,3 +69,11 @@ def test_assess_fix_geometry_assesses_the_cropped_image(tmp_path: Path) -> None:
     assert rows["boxed.png"]["score"] and rows["clean.png"]["score"]
     code, _ = invoke("assess", tmp_path / "in", "--fix", "sideways", "-o", tmp_path / "b.csv")
     assert code == 2
+
+
+def test_fix_is_reproducible(tmp_path: Path) -> None:
+    _inputs(tmp_path / "in")
+    for out in ("a", "b"):
+        assert invoke("fix", tmp_path / "in", "--out", tmp_path / out, "-q")[0] == 0
+    (a,) = (tmp_path / "a").glob("boxed-*.png")
+    assert (tmp_path / "b" / a.name).read_bytes() == a.read_bytes()

@@ -380,44 +380,20 @@ def vqpp(
 async def _vqpp_decide(
     settings: Settings, items: list[VqppItem], out_dir: Path, quiet: bool
 ) -> tuple[list[VqppRow], dict[str, list[Operation] | None], dict[str, list[str]]]:
-    from agentiqa_cli.agent.roles import images_of
-    from agentiqa_cli.batch import Pair
-    from agentiqa_cli.imaging.discover import Job
-    from agentiqa_cli.imperfect.bench import report
-    from agentiqa_cli.imperfect.roles import decide
-    from agentiqa_cli.records import FixOutcome, Result
+    from agentiqa_cli.imperfect.bench import decide_all, report
 
-    root = out_dir / "images"
-    chosen: dict[str, list[Operation] | None] = {}
-    found: dict[str, list[str]] = {}
-    name_of = {str(root / it.image): it.image for it in items}
     reporter = ui.Reporter(len(items), "eval-bench vqpp", quiet)
     async with Runtime(settings) as rt:
         note_backend(rt, quiet)
         asker = await rt.asker()
         say_notes(rt)
-
-        async def process(pair: Pair) -> Result:
-            usage = pair.usage  # shared with the batch: an error row still counts the calls
-            d = await decide(asker, pair.image.pixels, images_of(pair)[0], rt.settings.query,
-                             usage, pair.trace)  # fmt: skip
-            item = name_of[str(pair.job.image)]
-            chosen[item] = None if d.refused and not d.operations else d.operations
-            found[item] = [f.type for f in d.found]
-            result = pair.result()
-            result.fix = FixOutcome(imperfections=found[item], refused=d.refused)
-            result.usage = usage
-            return result
-
-        jobs = [Job(image=root / it.image, root=root) for it in items]
         tracer = TraceWriter(out_dir / "trace.jsonl", header=rt.header("eval-bench vqpp"))
         try:
             with reporter.running():
-                summary = await rt.run(jobs, process, command="eval-bench vqpp", trace=tracer,
-                                       on_result=lambda r: reporter.advance(r.image, r.status))  # fmt: skip
+                chosen, found = await decide_all(
+                    rt, asker, items, out_dir / "images", tracer,
+                    lambda r: reporter.advance(r.image, r.status),
+                )  # fmt: skip
         finally:
             tracer.close()
-    for r in summary.results:
-        if r.status == "error":
-            chosen[name_of.get(str(Path(r.image)), r.image)] = None
     return report(items, chosen, found), chosen, found

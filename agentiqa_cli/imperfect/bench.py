@@ -18,20 +18,34 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
+from agentiqa_cli.agent.roles import Asker
+from agentiqa_cli.batch import Pair
 from agentiqa_cli.bench.synth import item_rng
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imperfect.corrupt import KINDS, OTHERS_NEEDED, corrupt
-from agentiqa_cli.imperfect.records import FIXABLE, Crop, Fill, Flip, Lum, Operation, Rotate
+from agentiqa_cli.imperfect.records import (
+    _OPERATIONS,
+    FIXABLE,
+    Crop,
+    Fill,
+    Flip,
+    Lum,
+    Operation,
+    Rotate,
+    describe,
+)
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.records import FixOutcome, Result
+from agentiqa_cli.runtime import Runtime
 
 KINDS_AND_ORIGINAL: tuple[str, ...] = ("original", *KINDS)
-_OPS = TypeAdapter(list[Operation])
 
 
 class VqppItem(BaseModel):
@@ -108,6 +122,44 @@ def build(
 
 def read_manifest(path: Path) -> list[VqppItem]:
     return [VqppItem.model_validate_json(line) for line in path.read_text().splitlines() if line]
+
+
+# -- deciding ------------------------------------------------------------------------------
+async def decide_all(
+    rt: Runtime,
+    asker: Asker,
+    items: Sequence[VqppItem],
+    root: Path,
+    trace: TraceWriter,
+    on_result: Callable[[Result], None] | None = None,
+) -> tuple[dict[str, list[Operation] | None], dict[str, list[str]]]:
+    """Each item's operations (None: the decision failed or was refused) and findings, by
+    the Runtime's batch (decoding, concurrency, error rows, trace) and ``asker``."""
+    from agentiqa_cli.agent.roles import images_of
+    from agentiqa_cli.imaging.discover import Job
+    from agentiqa_cli.imperfect.roles import decide
+
+    chosen: dict[str, list[Operation] | None] = {it.image: None for it in items}
+    found: dict[str, list[str]] = {}
+    name_of = {str(root / it.image): it.image for it in items}
+
+    async def process(pair: Pair) -> Result:
+        usage = pair.usage  # shared with the batch: an error row still counts the calls
+        d = await decide(asker, pair.image.pixels, images_of(pair)[0], rt.settings.query,
+                         usage, pair.trace)  # fmt: skip
+        item = name_of[str(pair.job.image)]
+        fix_failed = any(r.startswith("fix refused") for r in d.refused)
+        chosen[item] = None if fix_failed else d.operations
+        found[item] = [f.type for f in d.found]
+        result = pair.result()
+        result.fix = FixOutcome(imperfections=found[item], operations=[describe(o) for o in
+                                d.operations], refused=d.refused)  # fmt: skip
+        result.usage = usage
+        return result
+
+    jobs = [Job(image=root / it.image, root=root) for it in items]
+    await rt.run(jobs, process, command="eval-bench vqpp", trace=trace, on_result=on_result)
+    return chosen, found
 
 
 # -- metrics -------------------------------------------------------------------------------
@@ -200,7 +252,7 @@ def write_decisions(
             ops = chosen.get(it.image)
             f.write(json.dumps({
                 "image": it.image, "kind": it.kind, "param": it.param,
-                "oracle": _OPS.dump_python(it.oracle, mode="json"),
-                "chosen": None if ops is None else _OPS.dump_python(ops, mode="json"),
+                "oracle": _OPERATIONS.dump_python(it.oracle, mode="json"),
+                "chosen": None if ops is None else _OPERATIONS.dump_python(ops, mode="json"),
                 "found": found.get(it.image, []),
             }) + "\n")  # fmt: skip

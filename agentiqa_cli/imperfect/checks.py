@@ -11,8 +11,9 @@ needed; ``NEEDS_VLM`` lists them.
   y = H/2 → crop a quadrant (which one is the query's business: the rules keep the top-left);
 - overlay: a pasted rectangle's step edges along the inner sides of the anchor boxes
   (f·W × f·H at a corner or the centre, f ∈ {1/8, 1/4, 1/2}) → fill it white;
-- recapture: screen moiré, isolated peaks in the luma spectrum away from the axes, whose
-  energy map gives the screen's box → crop to it;
+- recapture: a screen's dark bezel (a near-black frame around a brighter inside), else
+  screen moiré (an isolated peak in the luma spectrum away from the axes, whose energy
+  map gives the box) → crop to the screen;
 - brightness: the 99th luma percentile far below white (dark), or a large clipped share
   with a bright median (bright) → lum;
 - blur: the steepness of the strongest edges for their contrast → deblur;
@@ -57,7 +58,8 @@ COMB_MIN = 0.2  # empty levels inside the histogram (a gain of 1.25 or more)
 BRIGHT_FACTOR = 0.6  # seed 003's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
 EDGE_MIN = 0.32  # edge steepness below clean photos' (0.39+ measured)
 NOISE_MAX = 0.03  # the noise detector's sigma beyond clean photos'
-MOIRE_PEAK = 400.0  # spectral peak / median magnitude in its band
+MOIRE_PEAK = 400.0
+BEZEL_DARK = 0.045  # a screen's frame is darker than a dim room  # spectral peak / median magnitude in its band
 LOW_ENTROPY_BITS, ODD_ASPECT, TINY_SIDE = 2.0, 0.4, 64
 
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -225,8 +227,54 @@ def overlay(x: Array) -> Imperfection | None:
     )  # fmt: skip
 
 
+# -- screen: bezel, moiré ------------------------------------------------------------------
+def bezel(x: Array) -> tuple[int, int, int, int] | None:
+    """A screen's dark frame: a near-black connected region whose bounding box is dark
+    along all four sides (a frame) but not inside; returns the screen inside it (pixels)."""
+    from scipy import ndimage
+
+    h, w = x.shape[:2]
+    dark = luma(x) < BEZEL_DARK
+    lab, n = ndimage.label(dark)
+    if n == 0:
+        return None
+    sizes = ndimage.sum(dark, lab, index=np.arange(1, n + 1))
+    objects = ndimage.find_objects(lab)
+    for k in np.argsort(sizes)[::-1][:3]:
+        if sizes[k] < 0.01 * h * w:
+            break
+        rows, cols = objects[k]
+        top, bottom, left, right = rows.start, rows.stop, cols.start, cols.stop
+        bh, bw = bottom - top, right - left
+        if bh < 0.2 * h or bw < 0.2 * w or (bh > 0.97 * h and bw > 0.97 * w):
+            continue
+        frame = lab[top:bottom, left:right] == k + 1
+        t = max(2, min(bh, bw) // 20)
+        sides = (frame[:t].mean(), frame[-t:].mean(), frame[:, :t].mean(), frame[:, -t:].mean())
+        inner = frame[bh // 4 : 3 * bh // 4, bw // 4 : 3 * bw // 4].mean()
+        if min(sides) < 0.7 or inner > 0.5:
+            continue
+        mid_r, mid_c = frame[bh // 2], frame[:, bw // 2]  # inward to the first screen pixel
+        l2, r2 = int(np.argmin(mid_r)), bw - int(np.argmin(mid_r[::-1]))
+        t2, b2 = int(np.argmin(mid_c)), bh - int(np.argmin(mid_c[::-1]))
+        if r2 - l2 < 8 or b2 - t2 < 8:
+            continue
+        return left + l2, top + t2, left + r2, top + b2
+    return None
+
+
 # -- screen moiré --------------------------------------------------------------------------
 def recapture(x: Array) -> Imperfection | None:
+    h, w = x.shape[:2]
+    screen = bezel(x)
+    if screen is not None:
+        box = Box.of_pixels(*screen, w, h)
+        return Imperfection(type="recapture", box=box, operations=[Crop(bbox=box)],
+                            reason="a screen's dark bezel frames the picture")  # fmt: skip
+    return moire(x)
+
+
+def moire(x: Array) -> Imperfection | None:
     g = luma(x)
     h, w = g.shape
     if min(h, w) < 64:
@@ -341,8 +389,13 @@ def edge_steepness(x: Array) -> float | None:
 
 
 def blur(x: Array) -> Imperfection | None:
+    """Called only on images with information (entropy ≥ 2 bits): one without a single
+    contrasted edge is soft all over (a fog photo would be too; measured: no clean one)."""
     s = edge_steepness(x)
-    if s is None or s >= EDGE_MIN:
+    if s is None:
+        return Imperfection(type="blur", reason="no edge with contrast anywhere",
+                            operations=[Deblur()])  # fmt: skip
+    if s >= EDGE_MIN:
         return None
     return Imperfection(type="blur", reason=f"edge steepness {s:.2f} (< {EDGE_MIN})",
                         operations=[Deblur()])  # fmt: skip
@@ -359,8 +412,10 @@ def noise(x: Array) -> Imperfection | None:
 
 
 # -- CleanVision's per-image properties ----------------------------------------------------
-def properties(x: Array) -> list[Imperfection]:
+def properties(x: Array, sample: Array | None = None) -> list[Imperfection]:
+    """``sample``: the pixels to measure (default all of ``x``); sizes come from ``x``."""
     h, w = x.shape[:2]
+    x = x if sample is None else sample
     out = []
     hist = np.bincount((luma(x) * 255 + 0.5).astype(np.int64).ravel(), minlength=256)
     p = hist[hist > 0] / hist.sum()
@@ -377,24 +432,43 @@ def properties(x: Array) -> list[Imperfection]:
     return out
 
 
-# layout first: a collage's tiles or a screen's room would confuse the pixel checks
-LAYOUT: tuple[Callable[[Array], Imperfection | None], ...] = (borders, expand, recapture, overlay)
-PIXELS: tuple[Callable[[Array], Imperfection | None], ...] = (brightness, blur, noise)
+SAMPLE_PIXELS = 1 << 20  # histograms and percentiles read about a megapixel
+CHECK_SIDE = 1024  # layout and blur are judged on an area-averaged copy at most this big
+
+
+def shrink(x: Array, side: int = CHECK_SIDE) -> Array:
+    """An integer-factor area average with the long side at most ``side`` (boxes are
+    fractions of the image, so they hold for the original)."""
+    h, w = x.shape[:2]
+    f = -(-max(h, w) // side)
+    if f <= 1:
+        return x
+    hh, ww = h // f, w // f
+    return np.asarray(
+        x[: hh * f, : ww * f].reshape(hh, f, ww, f, 3).mean(axis=(1, 3)), dtype=np.float32
+    )
+
+
+# layout first: a collage's tiles or a screen's room would confuse the pixel checks; the
+# borders, the histogram comb and the noise read the full image, the rest a copy
+LAYOUT: tuple[Callable[[Array], Imperfection | None], ...] = (expand, recapture, overlay)
 
 
 def check(x: Array) -> list[Imperfection]:
     """Every rules check on one image: at most one layout finding (the first that fires),
     the pixel-level ones, then CleanVision's properties."""
+    small = shrink(x)
+    f = max(1, round((x.shape[0] * x.shape[1] / SAMPLE_PIXELS) ** 0.5))
+    sample = x[::f, ::f]  # every f-th pixel: the 8-bit levels stay as they are
     found: list[Imperfection] = []
-    for fn in LAYOUT:
-        hit = fn(x)
+    for i in range(len(LAYOUT) + 1):  # the first that fires ends the layout checks
+        hit = borders(x) if i == 0 else LAYOUT[i - 1](small)
         if hit is not None:
             found.append(hit)
             break
-    props = properties(x)
+    props = properties(x, sample)
     if not any(p.type == "low_information" for p in props):  # nothing to judge on a flat image
-        for fn in PIXELS:
-            hit = fn(x)
+        for hit in (brightness(sample), blur(small), noise(x)):
             if hit is not None:
                 found.append(hit)
     return found + props

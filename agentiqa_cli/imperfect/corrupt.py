@@ -5,7 +5,8 @@ the oracle operations that undo each one.
 and the drawn parameters. ``others`` are unrelated clean images (expand's three mosaic
 tiles, overlay's distractor, recapture's room). Recapture stands in for the paper's
 "RealWorld" screen templates: the image on a screen with a dark bezel, pixel-grid moiré
-and a slight keystone, inside a blurred, dimmed room photo.
+and a slight keystone, inside a blurred, dimmed room photo. "borders" is ours, not the
+paper's: letterbox or pillarbox bands of 5-15% a side, black or white.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ KINDS: tuple[str, ...] = (
     "overlay",
     "watermark",
     "recapture",
+    "borders",  # ours, not seed 003's: letterbox / pillarbox bands
 )
 LEVELS: dict[str, tuple[Any, ...]] = {
     "rotation": (90, 180, 270),
@@ -58,6 +60,12 @@ LEVELS: dict[str, tuple[Any, ...]] = {
     "overlay": tuple((loc, f) for loc in ANCHORS for f in OVERLAY_SCALES),
     "watermark": (1, 2, 3),
     "recapture": (1, 2, 3, 4),
+    "borders": tuple(
+        (side, f, colour)
+        for side in ("letterbox", "pillarbox")
+        for f in (0.05, 0.1, 0.15)
+        for colour in ("black", "white")
+    ),
 }
 WATERMARK_TEXT = "Sanfrancisco, California"
 OTHERS_NEEDED = {"expand": 3, "overlay": 1, "recapture": 1}
@@ -177,4 +185,18 @@ def corrupt(
     if kind == "recapture":
         out, (l0, t0, r0, b0) = _recapture(x, others[0], param, rng)
         return out, [Crop(bbox=Box.of_pixels(l0, t0, r0, b0, w, h))], str(param)
+    if kind == "borders":
+        side, f, colour = param
+        value = 0.0 if colour == "black" else 1.0
+        if side == "letterbox":
+            band = max(2, round(f * h))
+            out = np.full((h + 2 * band, w, 3), value, np.float32)
+            out[band : band + h] = x
+            box = Box.of_pixels(0, band, w, band + h, w, h + 2 * band)
+        else:
+            band = max(2, round(f * w))
+            out = np.full((h, w + 2 * band, 3), value, np.float32)
+            out[:, band : band + w] = x
+            box = Box.of_pixels(band, 0, band + w, h, w + 2 * band, h)
+        return out, [Crop(bbox=box)], f"{side}:{f}:{colour}"
     raise ValueError(f"unknown corruption {kind!r}")

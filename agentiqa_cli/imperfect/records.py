@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agentiqa_cli.records import Decode
 
@@ -124,6 +124,9 @@ class Fill(_Model):
 Operation = Annotated[
     Rotate | Flip | Lum | Deblur | Denoise | Crop | Fill, Field(discriminator="tool")
 ]
+
+
+_OPERATIONS: TypeAdapter[list[Operation]] = TypeAdapter(list[Operation])  # (de)serialise lists
 
 
 def describe(op: Operation) -> str:
