@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality
+.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality browser dupes-check
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
@@ -40,8 +40,15 @@ fit-cards: setup
 	$(BIN)/python scripts/fit_builtin_cards.py
 	$(BIN)/python scripts/calibrate_cards.py
 
-quality: setup
+quality: setup dupes-check
 	$(BIN)/python scripts/quality_check.py
+
+# near-duplicate recall/precision on edited copies of real photos (Debian wallpaper packages)
+dupes-check: setup
+	mkdir -p .cache/wallpapers && cd .cache/wallpapers && \
+	  { ls *.deb >/dev/null 2>&1 || apt-get download plasma-workspace-wallpapers gnome-backgrounds; } && \
+	  for d in *.deb; do dpkg-deb -x $$d x/; done
+	$(BIN)/python scripts/dupes_check.py .cache/wallpapers/x/usr/share/wallpapers .cache/wallpapers/x/usr/share/backgrounds
 
 lint: setup
 	$(BIN)/ruff check agentiqa_cli tests scripts
@@ -54,11 +61,17 @@ typecheck: setup
 vllm-env:
 	scripts/vllm_env.sh
 
+# Debian's Chromium for the report's browser test (Playwright drives it; it downloads no browser)
+browser:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
+
 unit: setup
 	$(BIN)/python -m pytest -q -m "not vllm_server"
 
-test: setup lint typecheck vllm-env
-	AGENTIQA_REQUIRE_VLLM=1 $(BIN)/python -m pytest -q --durations=10
+test: setup lint typecheck vllm-env browser
+	AGENTIQA_REQUIRE_VLLM=1 AGENTIQA_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q --durations=10
 
 bench: setup
 	$(BIN)/python scripts/bench.py
