@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
-from agentiqa_cli.errors import AgentIQAError, ImageError
+from agentiqa_cli.errors import AgentIQAError, ImageError, OutputWriteError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import LoadedImage, display_path, file_sha256, load_image
 from agentiqa_cli.io.results import ResultsWriter
@@ -164,11 +164,10 @@ async def run_batch(
 ) -> BatchSummary:
     """Process every job with at most ``concurrency`` in flight; rows are written as they finish.
 
-    Only keys already in the output (``--resume``) are skipped: two files with the same
-    bytes in one run each get their row.
+    Only inputs whose row is already in the output (``--resume``: same path, same key)
+    are skipped: two files with the same bytes each get their row, in one run or resumed.
     """
     summary = BatchSummary()
-    done = writer.done_keys if writer is not None else set()
     queue: asyncio.Queue[Job] = asyncio.Queue()
     for j in jobs:
         queue.put_nowait(j)
@@ -178,7 +177,7 @@ async def run_batch(
         t0 = time.perf_counter()
         hashes = await asyncio.to_thread(content_hashes, job)
         key = job_key(job, fingerprint, hashes)
-        if key in done:
+        if writer is not None and writer.is_done(job.name, key):
             summary.skipped += 1
             if on_skip:
                 on_skip(job)
@@ -189,6 +188,8 @@ async def run_batch(
             if decoded != hashes:  # the file changed between hashing and decoding
                 key = job_key(job, fingerprint, decoded)
             result = await process(Pair(job, image, ref, key, trace.bind(job.name, key)))
+        except OutputWriteError:
+            raise  # the disk is full: stop, the rows so far are complete
         except AgentIQAError as e:
             result = error_result(job, key, str(e), time.perf_counter() - t0)
             result.transient = not isinstance(e, ImageError)

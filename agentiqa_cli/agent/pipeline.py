@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
+from agentiqa_cli.agent.advice import Advice, ToolAdvisor
 from agentiqa_cli.agent.fusion import fuse, level_logprobs, softmax_levels
 from agentiqa_cli.agent.inputs import (
     AnalyzeInput,
@@ -70,8 +71,18 @@ class AgentOptions:
 
 
 class Agent:
-    def __init__(self, asker: Asker, cards: CardSet, runner: ToolRunner, options: AgentOptions):
+    def __init__(
+        self,
+        asker: Asker,
+        cards: CardSet,
+        runner: ToolRunner,
+        options: AgentOptions,
+        advisor: ToolAdvisor | None = None,
+    ):
+        """``advisor`` (an experience pool) may choose tools for some categories instead of
+        the ``select`` role, and learns from each image (``agent/advice.py``)."""
         self.ask = asker
+        self.advisor = advisor
         self.cards = cards
         self.runner = runner
         self.opt = options
@@ -136,13 +147,75 @@ class Agent:
             )
         return dict(chosen)
 
+    async def choose(
+        self,
+        categories: Sequence[Category],
+        full_reference: bool,
+        evidence: Sequence[ToolScore],
+        usage: Usage,
+        pair: Pair,
+    ) -> dict[str, str]:
+        """A tool per category: from the advisor where it knows (traced with its d and SE;
+        no model call), from the ``select`` role for the rest."""
+        advised: dict[str, Advice] = {}
+        if self.advisor is not None:
+            for cat in categories:
+                advice = self.advisor.advise(cat, full_reference, evidence)
+                if advice is not None:
+                    advised[cat] = advice
+        if advised:
+            parsed: dict[str, JsonValue] = {
+                cat: {"tool": a.tool, "level": a.level, **a.detail} for cat, a in advised.items()
+            }
+            pair.trace.emit(
+                "select",
+                request={"categories": list[JsonValue](sorted(advised))},
+                parsed=parsed,
+                note="experience pool (no model call)",
+            )
+        rest = [c for c in categories if c not in advised]
+        chosen = await self.select(rest, full_reference, usage, pair) if rest else {}
+        return chosen | {cat: a.tool for cat, a in advised.items()}
+
+    async def _learn(self, pair: Pair, findings: Sequence[Finding]) -> None:
+        """The advisor learns from this image (``--evolve``); a failure is traced, never
+        the image's error."""
+        if self.advisor is None:
+            return
+        cats = [f.category for f in findings if f.severity != "none"]
+        try:
+            learnt = await asyncio.to_thread(
+                self.advisor.learn, pair.image, cats, pair.reference is not None
+            )
+        except Exception as e:
+            pair.trace.emit("experience", note=f"experience pool not updated: {e}")
+            return
+        if learnt:
+            pair.trace.emit("experience", parsed=learnt)
+
     async def _evidence(self, pair: Pair) -> list[ToolScore]:
         """Every signal detector on the image: cheap, and what detection rests on."""
-        evidence = await asyncio.to_thread(
-            self.runner.run_many, self.evidence_cards, pair.image, None
-        )
+
+        def run() -> list[ToolScore]:
+            # the VLM's view needs the float pixels an 8-bit image makes on first use: make
+            # them here, in a worker thread, not on the event loop when the view is built
+            for image in (pair.image, pair.reference):
+                if image is not None:
+                    _ = image.pixels
+            return self.runner.run_many(self.evidence_cards, pair.image, None)
+
+        evidence = await asyncio.to_thread(run)
         trace_tool_scores(pair, evidence, note="evidence (signal detectors)")
         return evidence
+
+    def _looking(self, has_ref: bool, evidence: list[ToolScore]) -> dict[str, Any]:
+        """What every role that looks at the image is told (``inputs._Looking``)."""
+        return {
+            "query": self.opt.query,
+            "has_reference": has_ref,
+            "evidence": evidence,
+            "show_evidence": self.opt.show_evidence,
+        }
 
     # -- one image ----------------------------------------------------------------------------
     async def __call__(self, pair: Pair) -> Result:
@@ -161,10 +234,7 @@ class Agent:
             findings, scores = await self._measure(plan, pair, evidence, usage)
             findings += local
             inputs = SummarizeInput(
-                query=self.opt.query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
+                **self._looking(has_ref, evidence),
                 plan=plan,
                 findings=findings,
                 tool_scores=scores,
@@ -193,6 +263,7 @@ class Agent:
         result.distortions = [f for f in findings if f.severity != "none"]
         result.tools = scores
         result.usage = usage
+        await self._learn(pair, findings)
         _trace_final(
             pair,
             result,
@@ -233,10 +304,7 @@ class Agent:
             elif track != "planner":
                 findings, scores = await self._measure(plan, pair, evidence, usage)
             inputs = InterpretInput(
-                query=self.opt.query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
+                **self._looking(has_ref, evidence),
                 plan=plan,
                 findings=findings,
                 tool_scores=scores,
@@ -370,7 +438,7 @@ class Agent:
         else:
             cats = list(dict.fromkeys(f.category for f in findings if f.severity != "none"))
             if sw.tool_selection and cats and self.candidates(full_ref):
-                selected = await self.select(cats, full_ref, usage, pair)
+                selected = await self.choose(cats, full_ref, evidence, usage, pair)
                 by_category = {c: self._measuring(c, t, evidence) for c, t in selected.items()}
             # the tools chosen for the distortions, then the set `score` runs: the agent's
             # q̄ always rests on at least the evidence `score` reports, never on one

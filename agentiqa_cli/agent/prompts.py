@@ -111,6 +111,7 @@ def make_env(fragments: Sequence[Path] = ()) -> SandboxedEnvironment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        auto_reload=False,  # fragments are read once per run: no stat of each file per render
     )
     env.globals.update({k: list(v) for k, v in BUILTIN_VALUES.items()})
     env.globals["option_letters"] = OPTION_LETTERS
@@ -177,6 +178,7 @@ class PromptSpec(BaseModel):
     _templates: dict[str, Any] = PrivateAttr(default_factory=dict)
     _fragments: tuple[str, ...] = PrivateAttr(())
     _fragments_sha256: str = PrivateAttr("")
+    _digest: str = PrivateAttr("")  # own hash + sha256, kept (the trace asks per request)
 
     @model_validator(mode="before")
     @classmethod
@@ -257,8 +259,11 @@ class PromptSpec(BaseModel):
         """Hash of the file the prompt was loaded from (of its content if built in code),
         of the fragments it uses and of its output schema."""
         own = self._sha256 or hashlib.sha256(self.model_dump_json().encode()).hexdigest()
-        schema = json.dumps(self.output_schema, sort_keys=True)
-        return hashlib.sha256(f"{own}:{self._fragments_sha256}:{schema}".encode()).hexdigest()
+        if not self._digest.startswith(own):
+            schema = json.dumps(REPLY_SCHEMAS[self.name], sort_keys=True)
+            digest = hashlib.sha256(f"{own}:{self._fragments_sha256}:{schema}".encode())
+            self._digest = own + digest.hexdigest()
+        return self._digest[len(own) :]
 
     @property
     def fragments(self) -> tuple[str, ...]:
@@ -279,7 +284,7 @@ class PromptSpec(BaseModel):
     @property
     def dynamic_names(self) -> set[str]:
         """``schema_for`` arguments this schema needs (built-ins excluded)."""
-        return dynamic_names(self.output_schema)
+        return dynamic_names(REPLY_SCHEMAS[self.name])  # reads it only: no copy
 
     def schema_for(self, **values: object) -> dict[str, Any]:
         """The plain JSON Schema for this request, directives expanded."""
@@ -289,7 +294,7 @@ class PromptSpec(BaseModel):
                 f"prompt {self.name!r}: its schema needs values for {', '.join(missing)}"
             )
         try:
-            return expand_schema(self.output_schema, values)
+            return expand_schema(REPLY_SCHEMAS[self.name], values)  # builds a new schema
         except ValueError as e:
             raise ConfigError(f"prompt {self.name!r}: {e}") from None
 

@@ -198,7 +198,7 @@ class SynthItem:
     level: int
 
 
-def _rng(seed: int, name: str, kind: str) -> np.random.Generator:
+def item_rng(seed: int, name: str, kind: str) -> np.random.Generator:
     key = zlib.crc32(f"{name}\0{kind}".encode())
     return np.random.default_rng([seed, key])
 
@@ -237,7 +237,7 @@ def generate(
         items.append(SynthItem(clean, clean, "clean", 0))
         for kind in kind_list:
             for level in level_list:
-                y = distort(x, kind, level, _rng(seed, stem, kind))
+                y = distort(x, kind, level, item_rng(seed, stem, kind))
                 path = out_dir / f"{stem}__{kind}_{level}.png"
                 Image.fromarray(_to_u8(y)).save(path, format="PNG", compress_level=1)
                 items.append(SynthItem(path, clean, kind, level))
@@ -337,6 +337,18 @@ def write_bundled_photos(out_dir: Path, size: int | tuple[int, int] = 512) -> li
     return sample_photos(out_dir, size)
 
 
+def resize_long_side(x: Array, size: int | None) -> Array:
+    """``x`` resized (Lanczos, aspect kept) to ``size`` pixels on its long side; None keeps it.
+    The distortion parameters are in pixels: this makes them mean the same on any input."""
+    if not size:
+        return x
+    im = Image.fromarray(_to_u8(x))
+    w, h = im.size
+    s = size / max(w, h)
+    im = im.resize((max(16, round(w * s)), max(16, round(h * s))), Image.Resampling.LANCZOS)
+    return _from_u8(np.asarray(im))
+
+
 def generate_from_dir(
     clean_dir: Path,
     out_dir: Path,
@@ -367,11 +379,7 @@ def generate_from_dir(
     used: set[str] = set()
     for p in sources:
         img = load_image(p)
-        im = Image.fromarray(_to_u8(img.pixels))
-        if size:
-            w, h = im.size
-            s = size / max(w, h)
-            im = im.resize((max(16, round(w * s)), max(16, round(h * s))), Image.Resampling.LANCZOS)
+        im = Image.fromarray(_to_u8(resize_long_side(img.pixels, size)))
         stem = p.stem if p.stem not in used else f"{p.stem}_{len(used)}"
         used.add(stem)
         dst = clean_out / f"{stem}.png"

@@ -9,7 +9,15 @@ from __future__ import annotations
 import os
 import sys
 
-from agentiqa_cli.cli import bench, evaluate, report, run, tools  # noqa: F401 - registers the commands
+from agentiqa_cli.cli import (  # noqa: F401 - registers the commands
+    bench,
+    evaluate,
+    experience,
+    fix,
+    report,
+    run,
+    tools,
+)
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app, state
 from agentiqa_cli.errors import AgentIQAError

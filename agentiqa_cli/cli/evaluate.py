@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -16,11 +16,6 @@ from agentiqa_cli.cli.options import EXIT_CODES_HELP, Common, shared, tool_list
 from agentiqa_cli.cli.run import note_backend, say_notes
 from agentiqa_cli.config import DEFAULT_QUERY
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
-from agentiqa_cli.evaluate.generator import Generator
-from agentiqa_cli.evaluate.loop import EVAL_COLUMNS, EvalConfig, Evaluation, Hooks
-from agentiqa_cli.evaluate.planning import N_MIN
-from agentiqa_cli.evaluate.records import Estimate, RoundDraw, Verdict
 from agentiqa_cli.evaluate.tiers import (
     TIER_NAMES,
     TierName,
@@ -29,8 +24,15 @@ from agentiqa_cli.evaluate.tiers import (
     tiers_from_reference,
 )
 from agentiqa_cli.gate import EXIT_GATE, EXIT_INPUT, EXIT_OK
+from agentiqa_cli.io.guard import trace_path_for
+from agentiqa_cli.records import EVAL_N_MIN as N_MIN
 from agentiqa_cli.records import Result
-from agentiqa_cli.runtime import Runtime, trace_path_for
+from agentiqa_cli.runtime import Runtime
+
+if TYPE_CHECKING:  # the evaluation (and the agent under it) is imported when the command runs
+    from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
+    from agentiqa_cli.evaluate.loop import Evaluation
+    from agentiqa_cli.evaluate.records import Estimate, RoundDraw, Verdict
 
 EVALUATE_HELP = (
     "Gates on the verdict: --fail-under-tier T fails below tier T; --fail-mean-under X when "
@@ -109,6 +111,10 @@ def evaluate(
 ) -> None:
     """A verdict in five tiers on a whole folder, or a generator, from a few samples per round:
     plan a sub-aspect, sample (half random, half the hardest), assess, look, repeat."""
+    from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
+    from agentiqa_cli.evaluate.generator import Generator
+    from agentiqa_cli.evaluate.loop import EVAL_COLUMNS, EvalConfig, Evaluation, Hooks
+
     settings = opts.settings(
         query=query or DEFAULT_QUERY,
         tools=tool_list(tools),
@@ -149,13 +155,13 @@ def evaluate(
                     gen, gen_dir or opts.out.with_name(opts.out.stem + "-images")
                 )
             else:
-                src = Folder(rt.jobs(source or [], None))
+                src = Folder(rt.jobs(source or [], None, opts.outputs()))
             rt.check_agent_setup()
             await rt.connect()  # a wrong model is exit 2 here, before any output
             say_notes(rt)
             ev = Evaluation(rt, config, src, hooks)
             with rt.outputs(opts.out, opts.trace, opts.resume, "evaluate",
-                            extra_columns=EVAL_COLUMNS, extra=ev.cells_of) as (writer, tracer), reporter.running():  # fmt: skip
+                            extra_columns=EVAL_COLUMNS, extra=ev.cells_of, force=opts.force) as (writer, tracer), reporter.running():  # fmt: skip
                 if opts.resume:
                     done = ev.resume(trace_path_for(opts.out, opts.trace), opts.out)
                     ui.note(f"resuming after {done} round(s) drawn", opts.quiet)

@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from agentiqa_cli.config import Settings, load_settings
+from agentiqa_cli.io.guard import Outputs
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 all processed and gate passed; 1 quality gate failed; "
@@ -56,6 +57,22 @@ FusionOpt = Annotated[
         "attribute barely moves a mean of seven).",
     ),
 ]
+ExperienceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--experience",
+        help="Experience pool (`agentiqa experience build`): where it ranks a distortion's "
+        "tools significantly, that tool is used without asking the VLM.",
+    ),
+]
+EvolveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--evolve",
+        help="Add each image's records to the --experience pool (its detected distortions "
+        "measured on synthetic levels of it); every 25 new records per key refit it.",
+    ),
+]
 Device = Annotated[
     str | None, typer.Option("--device", help="auto | cpu | cuda[:N] for the tools.")
 ]
@@ -90,6 +107,7 @@ class Common:
     out: Path = Path("results.csv")
     trace: Path | None = None
     resume: bool = False
+    force: bool = False
     fail_under: float | None = None
     fail_mean_under: float | None = None
     json_out: bool = False
@@ -112,6 +130,10 @@ class Common:
             "recursive": self.recursive or None,
         }
         return load_settings({**shared, **flags}, self.config)
+
+    def outputs(self) -> Outputs:
+        """The files this run writes (``--out``, ``--trace``), to check before any work."""
+        return Outputs.of(self.out, self.trace, self.force)
 
 
 _SETUP = {
@@ -238,6 +260,17 @@ _OUTPUT = {
             bool,
             typer.Option(
                 "--resume", help="Skip images whose key is already in --out; append the rest."
+            ),
+        ],
+        False,
+    ),
+    "force": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--force",
+                help="Replace an existing --out/--trace that is not one of ours. Inputs are "
+                "never overwritten.",
             ),
         ],
         False,

@@ -146,3 +146,24 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
     sys.stdout.flush()
+
+
+def fix_table(results: list[Result], title: str, max_rows: int = 50) -> Table:
+    """`agentiqa fix`: what was found, what ran, where the fixed image went."""
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for name in ("image", "imperfections", "operations", "output / error"):
+        table.add_column(name, overflow="fold")
+    for r in sorted(results, key=lambda r: r.status != "error")[:max_rows]:
+        if r.status == "error":
+            table.add_row(escape(r.image), "", "", f"[red]{escape(r.error)}[/]")
+            continue
+        f = r.fix
+        table.add_row(
+            escape(r.image),
+            escape(";".join(f.imperfections)) if f else "",
+            escape(";".join(f.operations) or "pass") if f else "",
+            escape(f.output) if f else "",
+        )
+    if len(results) > max_rows:
+        table.caption = f"{max_rows} of {len(results)} rows; all are in the CSV"
+    return table

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
@@ -15,6 +15,8 @@ from agentiqa_cli.cli.app import app
 from agentiqa_cli.cli.options import (
     EXIT_CODES_HELP,
     Common,
+    EvolveOpt,
+    ExperienceOpt,
     FusionOpt,
     Paths,
     Ref,
@@ -23,6 +25,7 @@ from agentiqa_cli.cli.options import (
 )
 from agentiqa_cli.cli.report import ReportOpt, report_after_run
 from agentiqa_cli.config import Settings
+from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.records import Result, Usage
@@ -51,7 +54,7 @@ def score(
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
 
     async def main(rt: Runtime) -> BatchSummary:
-        jobs = rt.jobs(paths, ref)
+        jobs = rt.jobs(paths, ref, opts.outputs())  # outputs checked: exit 2 before work
         cards = rt.score_cards(has_reference=ref is not None)
         names = [c.name for c in cards]
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
@@ -79,11 +82,22 @@ async def run_images(
     process: Process,
     label: str,
     tool_columns: list[str] | None = None,
+    extra_columns: list[str] | None = None,
+    extra: Callable[[Result], Mapping[str, str]] | None = None,
 ) -> BatchSummary:
     """The batch behind `score` and `assess`: outputs opened, progress shown, rows written."""
     reporter = ui.Reporter(len(jobs), label, opts.quiet)
     with (
-        rt.outputs(opts.out, opts.trace, opts.resume, command, tool_columns) as (writer, tracer),
+        rt.outputs(
+            opts.out,
+            opts.trace,
+            opts.resume,
+            command,
+            tool_columns,
+            extra_columns,
+            extra,
+            force=opts.force,
+        ) as (writer, tracer),
         reporter.running(),
     ):
         return await rt.run(
@@ -226,20 +240,51 @@ def assess(
         ),
     ] = None,
     fusion: FusionOpt = None,
+    fix: Annotated[
+        str,
+        typer.Option(
+            "--fix",
+            help="Imperfections before assessment: off (the rules checks only fill the "
+            "imperfections column) | geometry (rotate, flip, crop, fill, then assess) | all "
+            "(also lum, deblur, denoise; score_before is the score before restoration).",
+        ),
+    ] = "off",
+    experience: ExperienceOpt = None,
+    evolve: EvolveOpt = False,
     report: ReportOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
+    from agentiqa_cli.imperfect.apply import (
+        ASSESS_FIX_COLUMNS,
+        FIX_MODES,
+        FixingAgent,
+        FixMode,
+        fix_cells,
+    )
+
+    if fix not in FIX_MODES:
+        raise ConfigError(f"--fix must be one of {', '.join(FIX_MODES)}, got {fix!r}")
     settings = opts.settings(
-        query=query, tools=tool_list(tools), learned_tools=learned_tools, fusion=fusion
+        query=query,
+        tools=tool_list(tools),
+        learned_tools=learned_tools,
+        fusion=fusion,
+        experience=experience,
+        evolve=evolve or None,
     )
 
     async def main(rt: Runtime) -> BatchSummary:
         note_backend(rt, opts.quiet)
-        jobs = rt.jobs(paths, ref)
+        jobs = rt.jobs(paths, ref, opts.outputs())  # outputs checked: exit 2 before work
         rt.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
         agent = await rt.agent()  # a wrong model is exit 2 here, before any output
         say_notes(rt)
-        return await run_images(rt, opts, "assess", jobs, agent, "assess")
+        fixing = FixingAgent(agent, agent.ask, rt.settings.query, cast(FixMode, fix))
+        command = "assess" if fix == "off" else f"assess --fix {fix}"  # resume keys differ
+        return await run_images(
+            rt, opts, command, jobs, fixing, "assess", extra_columns=ASSESS_FIX_COLUMNS,
+            extra=fix_cells,
+        )  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))
     report_after_run(opts.out, report, opts.quiet)
