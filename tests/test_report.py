@@ -152,3 +152,20 @@ def test_score_writes_the_report(folder: Path, tmp_path: Path) -> None:
     assert code == 0
     page = html.read_text()
     assert "exact_duplicates" in page and "copy-of-clean0.png" in page
+
+
+def test_report_reads_the_imperfections_that_fix_writes(tmp_path: Path) -> None:
+    from PIL import ImageEnhance
+    from skimage import data
+
+    photo = Image.fromarray(data.astronaut()).resize((384, 384), Image.Resampling.LANCZOS)
+    photo.save(tmp_path / "astronaut.png")
+    ImageEnhance.Brightness(photo).enhance(0.3).save(tmp_path / "dim.png")
+    code, _ = invoke("fix", tmp_path / "astronaut.png", tmp_path / "dim.png",
+                     "--out", tmp_path / "fixed", "-q")  # fmt: skip
+    assert code == 0
+    code, out = invoke("report", tmp_path / "fixed" / "fixes.csv", "--json", "-q")
+    assert code == 0
+    rep = json.loads(out)
+    assert _flagged(rep, "imperfection:brightness") == {"dim.png"}
+    assert _flagged(rep, "near_duplicates") == {"astronaut.png", "dim.png"}  # a dimmed copy
