@@ -169,3 +169,18 @@ def test_report_reads_the_imperfections_that_fix_writes(tmp_path: Path) -> None:
     rep = json.loads(out)
     assert _flagged(rep, "imperfection:brightness") == {"dim.png"}
     assert _flagged(rep, "near_duplicates") == {"astronaut.png", "dim.png"}  # a dimmed copy
+
+
+def test_a_name_that_is_not_utf8_is_found_and_shown(tmp_path: Path) -> None:
+    import os
+
+    raw = os.fsencode(tmp_path) + b"/caf\xe9 \xff.png"  # Latin-1 bytes: not UTF-8
+    scene(3).save(os.fsdecode(raw))
+    scene(4).save(tmp_path / "ok.png")
+    out = tmp_path / "s.csv"
+    code, _ = invoke("score", tmp_path, "--tools", "sharpness", "--out", out, "-q")
+    assert code == 0
+    assert "caf\\xe9 \\xff.png" in out.read_text()  # how the CSV names it
+    code, text = invoke("report", out, "--json", "-q", "--html", tmp_path / "r.html")
+    assert code == 0, text
+    assert json.loads(text)["readable"] == 2
