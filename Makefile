@@ -34,6 +34,8 @@ demo: setup
 	$(BIN)/agentiqa score samples -R --fusion min --out samples/scores.csv
 	@echo "--- agentiqa assess: the agent (rules backend: no VLM configured)"
 	$(BIN)/agentiqa assess samples -R --out samples/results.csv
+	@echo "--- agentiqa report: dataset issues over the results (HTML page with thumbnails)"
+	$(BIN)/agentiqa report samples/results.csv --html samples/report.html
 
 # refit the built-in detectors' and the weight-free pyiqa cards' logistics (minutes; not in CI)
 fit-cards: setup
