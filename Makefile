@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality browser dupes-check
+.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
@@ -42,15 +42,18 @@ fit-cards: setup
 	$(BIN)/python scripts/fit_builtin_cards.py
 	$(BIN)/python scripts/calibrate_cards.py
 
-quality: setup dupes-check
+# clean real images (Debian wallpaper packages + scikit-image photos) and their distorted
+# series, cached in .cache/realset/ (scripts/realset.yaml lists them with licence and style)
+realset: setup
+	$(BIN)/python scripts/realset.py
+
+quality: setup realset dupes-check
 	$(BIN)/python scripts/quality_check.py
 
-# near-duplicate recall/precision on edited copies of real photos (Debian wallpaper packages)
-dupes-check: setup
-	mkdir -p .cache/wallpapers && cd .cache/wallpapers && \
-	  { ls *.deb >/dev/null 2>&1 || apt-get download plasma-workspace-wallpapers gnome-backgrounds; } && \
-	  for d in *.deb; do dpkg-deb -x $$d x/; done
-	$(BIN)/python scripts/dupes_check.py .cache/wallpapers/x/usr/share/wallpapers .cache/wallpapers/x/usr/share/backgrounds
+# near-duplicate recall/precision on edited copies of real photos: the realset's unpacked
+# wallpaper packages (every picture in them, not only the realset's selection)
+dupes-check: realset
+	$(BIN)/python scripts/dupes_check.py .cache/realset/pkg/plasma-workspace-wallpapers/usr/share/wallpapers .cache/realset/pkg/gnome-backgrounds/usr/share/backgrounds
 
 lint: setup
 	$(BIN)/ruff check agentiqa_cli tests scripts

@@ -104,7 +104,7 @@ class Runtime:
         for card in cards:
             ok, why = self.runner.availability(card)
             if not ok:
-                problems.append(f"{why} (skipped; its columns stay empty)")
+                problems.append(f"{why} (every row will be an error until it can run)")
         return problems
 
     async def run(
@@ -364,7 +364,9 @@ def build_vlm(settings: Settings, cards: CardSet) -> VLM:
         from agentiqa_cli.vlm.inprocess import InProcessVLM
 
         return InProcessVLM(model=spec[len("vllm:") :], image_pixels=settings.image_pixels)
-    raise ConfigError(f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {spec!r}")
+    raise ConfigError(
+        f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {redact_url(spec)!r}"
+    )
 
 
 def _file_digest(path: Path) -> str:

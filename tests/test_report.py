@@ -184,3 +184,21 @@ def test_a_name_that_is_not_utf8_is_found_and_shown(tmp_path: Path) -> None:
     code, text = invoke("report", out, "--json", "-q", "--html", tmp_path / "r.html")
     assert code == 0, text
     assert json.loads(text)["readable"] == 2
+
+
+def test_formula_and_control_character_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The results CSV guards '=x' cells with an apostrophe; the table shows ESC visibly."""
+    scene(1).save(tmp_path / "=cmd.png")
+    scene(2).save(tmp_path / "esc\x1b[31m.png")
+    (tmp_path / "esc\x1b[31m-copy.png").write_bytes((tmp_path / "esc\x1b[31m.png").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    names = ["=cmd.png", "esc\x1b[31m.png", "esc\x1b[31m-copy.png"]
+    assert invoke("score", *names, "--tools", "sharpness", "--out", "s.csv", "-q")[0] == 0
+    assert "\n'=cmd.png," in Path("s.csv").read_text()  # the writer's formula guard
+    code, text = invoke("report", "s.csv", "-q", "--html", "r.html")
+    assert code == 0, text
+    assert "\x1b" not in text and "\\x1b[31m" in text
+    rep = build_report(Path("s.csv"))
+    assert rep.readable == 3 and not rep.unreadable

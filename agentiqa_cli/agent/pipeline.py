@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import JsonValue
 
 from agentiqa_cli.agent.advice import Advice, ToolAdvisor
-from agentiqa_cli.agent.fusion import fuse, level_logprobs, softmax_levels
+from agentiqa_cli.agent.fusion import fuse, level_logprobs, nonfinite_note, softmax_levels
 from agentiqa_cli.agent.inputs import (
     AnalyzeInput,
     DetectInput,
@@ -219,7 +219,7 @@ class Agent:
 
     # -- one image ----------------------------------------------------------------------------
     async def __call__(self, pair: Pair) -> Result:
-        usage = Usage()
+        usage = pair.usage  # shared with the batch: an error row still counts the calls
         has_ref = pair.reference is not None
         plan = await self.plan(has_ref, usage, pair.trace)
         evidence = await self._evidence(pair)
@@ -230,6 +230,7 @@ class Agent:
         scores: list[ToolScore] = []
         summary: ScoreReply | None = None
         reply_lp: dict[str, float] | None = None
+        lp_note: str | None = None
         for round_ in range(MAX_REPLANS + 1):
             findings, scores = await self._measure(plan, pair, evidence, usage)
             findings += local
@@ -242,6 +243,7 @@ class Agent:
             )
             summary, reply = await self.ask.summarize(inputs, usage, pair)
             reply_lp = level_logprobs(reply, SUMMARY_PREFIX)
+            lp_note = nonfinite_note(reply, SUMMARY_PREFIX)
             if summary.sufficient or round_ == MAX_REPLANS:
                 break
             plan = await self._replan(plan, pair, summary.reasoning, usage, round_ + 1)
@@ -274,6 +276,7 @@ class Agent:
                 "probe_penalty": penalty if probe is not None else None,
                 "reasoning": summary.reasoning,
                 "levels": list(LEVELS),
+                **({"logprobs_note": lp_note} if lp_note else {}),
             },
         )
         return result
@@ -289,7 +292,7 @@ class Agent:
         from the plan and the distortion analysis, an executor-tool question also from the
         tools chosen and run, a summarizer question (or ``None``: the whole agent) from
         everything. Insufficient evidence replans, as in ``assess``."""
-        usage = Usage()
+        usage = pair.usage  # shared with the batch: an error row still counts the calls
         has_ref = pair.reference is not None
         if track == "planner":
             plan = await self.plan(has_ref, usage, pair.trace, query=quoted_query(self.opt.query))

@@ -50,7 +50,7 @@ def score(
     fusion: FusionOpt = None,
     report: ReportOpt = None,
 ) -> None:
-    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
+    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by the worst (or the mean)."""
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
 
     async def main(rt: Runtime) -> BatchSummary:
@@ -142,7 +142,7 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             ui.out.print(ui.results_table(results, title))
         mean = f"{gate.mean:.3f}" if gate.mean is not None else "-"
         ui.out.print(
-            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {opts.out}",
+            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {ui.visible(str(opts.out))}",
             highlight=False,
         )
     if gate.gate_failed and not opts.quiet:

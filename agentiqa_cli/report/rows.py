@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.results import original_cell
 
 _NAME_KEYS = ("type", "name", "kind", "category", "imperfection", "issue")
 _LEVEL_KEYS = ("level", "severity", "score", "confidence", "value")
@@ -104,7 +105,9 @@ def read_rows(path: Path) -> list[Row]:
             if reader.fieldnames is None or "image" not in reader.fieldnames:
                 raise ConfigError(f"{path}: not a results CSV (no 'image' column)")
             rows: dict[str, Row] = {}
-            for rec in reader:
+            for raw in reader:
+                # undo the results writer's formula guard ('=x.png is the file =x.png)
+                rec = {k: original_cell(v) for k, v in raw.items() if isinstance(v, str)}
                 image = (rec.get("image") or "").strip()
                 if not image:
                     continue
