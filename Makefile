@@ -31,7 +31,7 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/python scripts/make_samples.py samples
 	@echo "--- agentiqa score: tools only (signal detectors), fused by the worst tool"
-	$(BIN)/agentiqa score samples -R --fusion min --out samples/scores.csv
+	$(BIN)/agentiqa score samples -R --out samples/scores.csv
 	@echo "--- agentiqa assess: the agent (rules backend: no VLM configured)"
 	$(BIN)/agentiqa assess samples -R --out samples/results.csv
 	@echo "--- agentiqa report: dataset issues over the results (HTML page with thumbnails)"

@@ -502,3 +502,74 @@ def test_benchmark_csvs_neutralise_user_text_too(tmp_path: Path) -> None:
     write_mcq_csv(report, tmp_path / "a.csv")
     (row,) = rows(tmp_path / "a.csv")
     assert row["id"] == "'@q1" and row["error"] == "'=HYPERLINK(x)" and row["correct"] == "0"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_report_facts_never_read_a_fifo_or_a_device(tmp_path: Path) -> None:
+    import threading
+
+    from agentiqa_cli.report.facts import measure
+
+    os.mkfifo(tmp_path / "fifo.png")
+    (tmp_path / "zero.png").symlink_to("/dev/zero")
+    got: dict[str, str] = {}
+
+    def go() -> None:
+        for name in ("fifo.png", "zero.png"):
+            got[name] = measure(tmp_path / name).error or ""
+
+    t = threading.Thread(target=go, daemon=True)  # a hang fails here, not the whole suite
+    t.start()
+    t.join(timeout=20)
+    assert not t.is_alive(), "measure() hung"
+    assert all("not a regular file" in e for e in got.values()), got
+
+
+def test_report_reads_formula_like_names_back(tmp_path: Path) -> None:
+    from agentiqa_cli.io.results import ResultsWriter, columns_for
+    from agentiqa_cli.records import Result
+    from agentiqa_cli.report.rows import read_rows
+
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, columns_for(None)) as w:
+        w.write(Result(image="-dark.png", key="k1", score=2.5))
+    (row,) = read_rows(out)
+    assert row.image == "-dark.png" and row.score == 2.5
+
+
+@pytest.mark.parametrize("bad", ["NaN", "-Infinity"])
+def test_http_vlm_with_broken_logprobs_end_to_end(tmp_path: Path, bad: str) -> None:
+    """`assess` against an OpenAI-compatible server whose level token carries NaN or
+    -Infinity: an ok row whose score is the tools' own, never 1.000 "bad" or an error."""
+    from tests.test_agent import EXAMINE_NOISE, PLAN_GLOBAL, SELECT_NOISE
+    from tests.test_vlm_http_faults import Reply, ScriptedServer, completion
+
+    summary = '{"level":"excellent","answer":"fine","reasoning":"r","sufficient":true}'
+    tokens = ['{"', "level", '":"', "excellent", '","', "answer", '":"', "fine", '"}']
+    content = [{"token": t, "logprob": -0.01, "top_logprobs": []} for t in tokens]
+    content[3] = {"token": "excellent", "logprob": "BAD",
+                  "top_logprobs": [{"token": "excellent", "logprob": "BAD"},
+                                   {"token": "good", "logprob": -2.0}]}  # fmt: skip
+    body = json.dumps(completion(summary, logprobs={"content": content}))
+    raw = body.replace('"BAD"', bad).encode()  # what a broken server sends
+    server = ScriptedServer()
+    server.queue(
+        Reply(body={"object": "list", "data": [{"id": "m", "object": "model"}]}),
+        Reply(body=completion(json.dumps(PLAN_GLOBAL))),
+        Reply(body=completion(json.dumps(EXAMINE_NOISE))),
+        Reply(body=completion(json.dumps(SELECT_NOISE))),
+        Reply(raw=raw),
+    )
+    server.thread.start()
+    try:
+        save_rgb(tmp_path / "a.png", natural_like(64, 80))
+        r = run("assess", "a.png", "--vlm", server.url, "--model", "m", "-t", "piqe",
+                "--vlm-fallback", "rules", "-o", "out.csv", "-j", "1", cwd=tmp_path)  # fmt: skip
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+    (row,) = rows(tmp_path / "out.csv")
+    assert r.returncode == 0, (row, r.stderr)
+    assert row["status"] == "ok" and row["error"] == ""
+    score = float(row["score"])
+    assert 1.0 <= score <= 5.0 and row["level"] != "" and score != 1.0

@@ -133,9 +133,10 @@ class Common:
         }
         return load_settings({**shared, **flags}, self.config)
 
-    def outputs(self) -> Outputs:
-        """The files this run writes (``--out``, ``--trace``), to check before any work."""
-        return Outputs.of(self.out, self.trace, self.force)
+    def outputs(self, report: Path | None = None) -> Outputs:
+        """The files this run writes (``--out``, ``--trace``, ``--report``), to check before
+        any work."""
+        return Outputs.of(self.out, self.trace, self.force, report)
 
 
 _SETUP = {

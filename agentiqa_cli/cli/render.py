@@ -219,14 +219,14 @@ def fix_table(results: list[Result], title: str, max_rows: int = 50) -> Table:
         table.add_column(name, overflow="fold")
     for r in sorted(results, key=lambda r: r.status != "error")[:max_rows]:
         if r.status == "error":
-            table.add_row(escape(r.image), "", "", f"[red]{escape(r.error)}[/]")
+            table.add_row(cell(r.image), "", "", f"[red]{cell(r.error)}[/]")
             continue
         f = r.fix
         table.add_row(
-            escape(r.image),
-            escape(";".join(f.imperfections)) if f else "",
-            escape(";".join(f.operations) or "pass") if f else "",
-            escape(f.output) if f else "",
+            cell(r.image),
+            cell(";".join(f.imperfections)) if f else "",
+            cell(";".join(f.operations) or "pass") if f else "",
+            cell(f.output) if f else "",
         )
     if len(results) > max_rows:
         table.caption = f"{max_rows} of {len(results)} rows; all are in the CSV"

@@ -18,7 +18,14 @@ import imagehash
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from agentiqa_cli.imaging.load import DEFAULT_MAX_PIXELS, LoadedImage, display_path
+from agentiqa_cli.errors import ImageError
+from agentiqa_cli.imaging.load import (
+    DEFAULT_MAX_PIXELS,
+    LoadedImage,
+    display_path,
+    max_file_bytes,
+    open_regular,
+)
 from agentiqa_cli.tools.detectors import DETAIL_SIDE, sharpness
 
 WORK_SIDE = 512  # brightness, entropy and colour: histograms barely change below this
@@ -75,12 +82,13 @@ def thumbnail_uri(im: Image.Image, side: int = THUMB_SIDE) -> str:
 def measure(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> ImageFacts:
     """Every property of ``path``; an unreadable file gives facts with ``error`` set."""
     shown = display_path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    if not path.exists():
         return ImageFacts(path, error=f"{shown}: file not found")
-    except IsADirectoryError:
-        return ImageFacts(path, error=f"{shown}: is a directory")
+    try:  # regular files only, bounded by size: a FIFO or /dev/zero never hangs the report
+        with open_regular(path, max_file_bytes(max_pixels)) as f:
+            data = f.read()
+    except ImageError as e:
+        return ImageFacts(path, error=str(e))
     except OSError as e:
         return ImageFacts(path, error=f"{shown}: cannot read: {e.strerror or e}")
     try:

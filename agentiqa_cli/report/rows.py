@@ -105,9 +105,9 @@ def read_rows(path: Path) -> list[Row]:
             if reader.fieldnames is None or "image" not in reader.fieldnames:
                 raise ConfigError(f"{path}: not a results CSV (no 'image' column)")
             rows: dict[str, Row] = {}
-            for raw in reader:
-                # undo the results writer's formula guard ('=x.png is the file =x.png)
-                rec = {k: original_cell(v) for k, v in raw.items() if isinstance(v, str)}
+            for cells in reader:
+                # cells that could read as formulas were written with a leading ' (safe_cell)
+                rec = {k: original_cell(v) for k, v in cells.items() if isinstance(v, str)}
                 image = (rec.get("image") or "").strip()
                 if not image:
                     continue
