@@ -9,8 +9,8 @@ group (original + copies) is a true near duplicate; every pair across groups is 
 
     python scripts/dupes_check.py [FOLDER...] [--work DIR] [--similarities 0.85,0.9,0.95]
 
-Without folders it uses the Debian wallpaper packages unpacked under /tmp/rep/x (see the
-README's "Report" section for the two commands that fetch them) when present.
+Without folders it uses the wallpaper packages that ``make realset`` unpacks under
+.cache/realset/pkg/ (``make dupes-check`` builds them first).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from agentiqa_cli.report.duplicates import (
 from agentiqa_cli.report.facts import measure
 
 DEFAULT_FOLDERS = [
-    Path("/tmp/rep/x/usr/share/wallpapers"),
-    Path("/tmp/rep/x/usr/share/backgrounds"),
+    Path(".cache/realset/pkg/plasma-workspace-wallpapers/usr/share/wallpapers"),
+    Path(".cache/realset/pkg/gnome-backgrounds/usr/share/backgrounds"),
 ]
 SKIMAGE = ["astronaut", "brick", "camera", "cell", "chelsea", "clock", "coffee", "coins",
            "colorwheel", "grass", "gravel", "horse", "hubble_deep_field", "immunohistochemistry",

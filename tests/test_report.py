@@ -152,3 +152,53 @@ def test_score_writes_the_report(folder: Path, tmp_path: Path) -> None:
     assert code == 0
     page = html.read_text()
     assert "exact_duplicates" in page and "copy-of-clean0.png" in page
+
+
+def test_report_reads_the_imperfections_that_fix_writes(tmp_path: Path) -> None:
+    from PIL import ImageEnhance
+    from skimage import data
+
+    photo = Image.fromarray(data.astronaut()).resize((384, 384), Image.Resampling.LANCZOS)
+    photo.save(tmp_path / "astronaut.png")
+    ImageEnhance.Brightness(photo).enhance(0.3).save(tmp_path / "dim.png")
+    code, _ = invoke("fix", tmp_path / "astronaut.png", tmp_path / "dim.png",
+                     "--out", tmp_path / "fixed", "-q")  # fmt: skip
+    assert code == 0
+    code, out = invoke("report", tmp_path / "fixed" / "fixes.csv", "--json", "-q")
+    assert code == 0
+    rep = json.loads(out)
+    assert _flagged(rep, "imperfection:brightness") == {"dim.png"}
+    assert _flagged(rep, "near_duplicates") == {"astronaut.png", "dim.png"}  # a dimmed copy
+
+
+def test_a_name_that_is_not_utf8_is_found_and_shown(tmp_path: Path) -> None:
+    import os
+
+    raw = os.fsencode(tmp_path) + b"/caf\xe9 \xff.png"  # Latin-1 bytes: not UTF-8
+    scene(3).save(os.fsdecode(raw))
+    scene(4).save(tmp_path / "ok.png")
+    out = tmp_path / "s.csv"
+    code, _ = invoke("score", tmp_path, "--tools", "sharpness", "--out", out, "-q")
+    assert code == 0
+    assert "caf\\xe9 \\xff.png" in out.read_text()  # how the CSV names it
+    code, text = invoke("report", out, "--json", "-q", "--html", tmp_path / "r.html")
+    assert code == 0, text
+    assert json.loads(text)["readable"] == 2
+
+
+def test_formula_and_control_character_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The results CSV guards '=x' cells with an apostrophe; the table shows ESC visibly."""
+    scene(1).save(tmp_path / "=cmd.png")
+    scene(2).save(tmp_path / "esc\x1b[31m.png")
+    (tmp_path / "esc\x1b[31m-copy.png").write_bytes((tmp_path / "esc\x1b[31m.png").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    names = ["=cmd.png", "esc\x1b[31m.png", "esc\x1b[31m-copy.png"]
+    assert invoke("score", *names, "--tools", "sharpness", "--out", "s.csv", "-q")[0] == 0
+    assert "\n'=cmd.png," in Path("s.csv").read_text()  # the writer's formula guard
+    code, text = invoke("report", "s.csv", "-q", "--html", "r.html")
+    assert code == 0, text
+    assert "\x1b" not in text and "\\x1b[31m" in text
+    rep = build_report(Path("s.csv"))
+    assert rep.readable == 3 and not rep.unreadable

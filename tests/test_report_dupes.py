@@ -50,3 +50,12 @@ def test_copies_are_near_duplicates_and_other_pictures_are_not(tmp_path: Path) -
         [f.phash for f in facts], [f.dhash for f in facts], [f.gray for f in facts], digests
     )
     assert sets == [[0, 4, 5]]
+
+
+def test_the_page_draws_at_most_max_sets(tmp_path: Path) -> None:
+    from agentiqa_cli.report import Report, Shown, render_html
+
+    sets = [[Shown(image=f"s{i}-{k}.png", score=0.0) for k in range(2)] for i in range(5)]
+    report = Report(csv="r.csv", images=10, readable=10, issues=[], near_sets=sets)
+    page = render_html(report, max_sets=3)
+    assert "s2-1.png" in page and "s3-0.png" not in page and "The first 3 shown" in page

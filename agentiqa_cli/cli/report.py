@@ -47,7 +47,7 @@ def make_report(csv: Path, html: Path, top: int, quiet: bool) -> Report:
 
 
 def issues_table(report: Report) -> Table:
-    table = Table(title=f"agentiqa report: {report.csv}", title_justify="left")
+    table = Table(title=f"agentiqa report: {ui.cell(report.csv)}", title_justify="left")
     table.add_column("issue")
     table.add_column("from")
     table.add_column("images", justify="right")
@@ -55,7 +55,9 @@ def issues_table(report: Report) -> Table:
     for issue in report.issues:
         worst = ", ".join(s.image for s in issue.worst[:3])
         style = "dim" if issue.count == 0 else ""
-        table.add_row(issue.name, issue.source, str(issue.count), ui.cell(worst), style=style)
+        table.add_row(
+            ui.cell(issue.name), issue.source, str(issue.count), ui.cell(worst), style=style
+        )
     table.caption = (
         f"{report.images} images, {report.readable} readable; "
         f"{len(report.exact_sets)} exact and {len(report.near_sets)} near duplicate sets"
@@ -97,7 +99,7 @@ def report(
         ui.print_json({**result.model_dump(mode="json", exclude=_THUMBS), "html": str(target)})
     else:
         ui.out.print(issues_table(result))
-        ui.out.print(f"report → {target}", highlight=False, markup=False)
+        ui.out.print(f"report → {ui.visible(str(target))}", highlight=False, markup=False)
     if result.unreadable and not quiet:
         ui.warn(f"{len(result.unreadable)} image(s) could not be read; listed in {target}")
     raise typer.Exit(EXIT_INPUT if result.unreadable else EXIT_OK)

@@ -13,6 +13,8 @@ lowest-scored flagged ones.
 from __future__ import annotations
 
 import math
+import os
+import re
 import statistics
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -80,13 +82,28 @@ class Report(BaseModel):
         return next((i for i in self.issues if i.name == name), None)
 
 
+_ESCAPED_BYTE = re.compile(r"\\x([0-9a-fA-F]{2})")
+
+
+def _undo_display(name: str) -> str:
+    """``display_path`` writes an undecodable byte as ``\\xNN``; give the real name back."""
+    parts = _ESCAPED_BYTE.split(name)
+    raw = b"".join(
+        bytes([int(part, 16)]) if i % 2 else part.encode("utf-8", "surrogateescape")
+        for i, part in enumerate(parts)
+    )
+    return os.fsdecode(raw)
+
+
 def resolve(image: str, csv_path: Path) -> Path:
     """An image cell as a file: as written (absolute or from here), else next to the CSV."""
-    p = Path(image)
-    if p.is_absolute() or p.exists():
-        return p
-    beside = csv_path.parent / p
-    return beside if beside.exists() else p
+    for name in dict.fromkeys([image, _undo_display(image)]):
+        p = Path(name)
+        if p.exists():
+            return p
+        if not p.is_absolute() and (csv_path.parent / p).exists():
+            return csv_path.parent / p
+    return Path(image)
 
 
 def _image_scores(facts: list[ImageFacts]) -> dict[str, list[float | None]]:

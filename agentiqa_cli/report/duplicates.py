@@ -22,7 +22,7 @@ from agentiqa_cli.report.facts import GRAY_SIDE
 
 DEFAULT_MAX_DISTANCE = 40
 DEFAULT_MIN_SIMILARITY = 0.93
-_BLOCK = 1024
+_BLOCK_BYTES = 64 << 20  # the pairwise XOR works on blocks of rows of about this size
 _VIEW = 32
 _SCALES = (1.0, 0.94, 0.88)
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
@@ -39,15 +39,21 @@ def exact_sets(digests: Sequence[str]) -> list[list[int]]:
     return [g for g in groups.values() if len(g) > 1]
 
 
-def _bytes(hashes: Sequence[int]) -> NDArray[np.uint8]:
-    a = np.array([h & 0xFFFFFFFFFFFFFFFF for h in hashes], dtype=np.uint64)
-    return a.view(np.uint8).reshape(len(hashes), 8)
+def _u64(hashes: Sequence[int]) -> NDArray[np.uint64]:
+    return np.array([h & 0xFFFFFFFFFFFFFFFF for h in hashes], dtype=np.uint64)
+
+
+def _popcount(x: NDArray[np.uint64]) -> NDArray[np.uint8]:
+    """Set bits per element (0-64, so two counts still fit a byte)."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        return np.bitwise_count(x)
+    b = x[..., None].view(np.uint8)  # older numpy: a byte lookup table
+    return _POPCOUNT[b].sum(axis=-1, dtype=np.uint8)
 
 
 def hamming(a: Sequence[int], b: Sequence[int]) -> NDArray[np.int32]:
     """Pairwise Hamming distances between two lists of 64-bit hashes (len(a) × len(b))."""
-    x = np.bitwise_xor(_bytes(a)[:, None, :], _bytes(b)[None, :, :])
-    return _POPCOUNT[x].sum(axis=2, dtype=np.int32)
+    return _popcount(np.bitwise_xor(_u64(a)[:, None], _u64(b)[None, :])).astype(np.int32)
 
 
 def hash_candidates(
@@ -55,10 +61,13 @@ def hash_candidates(
 ) -> list[tuple[int, int, int]]:
     """Every (i, j, distance) with i < j and phash + dhash distance ≤ ``max_distance``."""
     n = len(phashes)
+    block = max(1, _BLOCK_BYTES // (8 * max(1, n)))
+    p, d_ = _u64(phashes), _u64(dhashes)
     out: list[tuple[int, int, int]] = []
-    for start in range(0, n, _BLOCK):
-        stop = min(n, start + _BLOCK)
-        d = hamming(phashes[start:stop], phashes) + hamming(dhashes[start:stop], dhashes)
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        d = _popcount(np.bitwise_xor(p[start:stop, None], p[None, :]))
+        d += _popcount(np.bitwise_xor(d_[start:stop, None], d_[None, :]))
         rows, cols = np.nonzero(d <= max_distance)
         for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
             if start + r < c:

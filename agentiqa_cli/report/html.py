@@ -9,13 +9,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from agentiqa_cli.report.build import Report
 
 _TEMPLATES = Path(__file__).resolve().parent
+MAX_SETS = 100  # duplicate sets drawn per kind: keeps a huge collection's page loadable
 
 
-def render_html(report: Report) -> str:
+def render_html(report: Report, max_sets: int = MAX_SETS) -> str:
     # autoescape on: file names, error texts and CSV cells are hostile input
     env = Environment(
         loader=FileSystemLoader(_TEMPLATES),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
     )
-    return env.get_template("report.html.j2").render(report=report)
+    return env.get_template("report.html.j2").render(report=report, max_sets=max_sets)
