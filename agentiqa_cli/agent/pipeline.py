@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from pydantic import JsonValue
 
 from agentiqa_cli.agent.advice import Advice, ToolAdvisor
+from agentiqa_cli.agent.crops import crop_sha256, cut
 from agentiqa_cli.agent.fusion import fuse, level_logprobs, nonfinite_note, softmax_levels
 from agentiqa_cli.agent.inputs import (
     AnalyzeInput,
@@ -31,9 +32,12 @@ from agentiqa_cli.agent.inputs import (
 )
 from agentiqa_cli.agent.probe import ProbeOutcome, probe_rules, probe_vlm, should_zoom
 from agentiqa_cli.agent.replies import AnalyzeReply, ScoreReply
-from agentiqa_cli.agent.roles import Asker, Prober
+from agentiqa_cli.agent.roles import Asker, Prober, images_of
 from agentiqa_cli.batch import Pair, trace_tool_scores
 from agentiqa_cli.errors import VLMError
+from agentiqa_cli.imaging.load import LoadedImage
+from agentiqa_cli.imperfect.records import LocateReply
+from agentiqa_cli.imperfect.roles import LocateInput
 from agentiqa_cli.io.trace import ImageTrace
 from agentiqa_cli.records import (
     LEVELS,
@@ -458,12 +462,85 @@ class Agent:
         trace_tool_scores(pair, ran)
         fresh = {s.tool: s for s in ran}
         for_cat = {tool: cat for cat, tool in by_category.items()}
-        return [
+        whole = [
             (done.get(c.name) or fresh[c.name]).model_copy(
                 update={"distortion": for_cat.get(c.name)}
             )
             for c in cards
         ]
+        return whole + await self._on_objects(plan, pair, findings, by_category, usage)
+
+    async def _on_objects(
+        self,
+        plan: Plan,
+        pair: Pair,
+        findings: list[Finding],
+        by_category: dict[str, str],
+        usage: Usage,
+    ) -> list[ToolScore]:
+        """Seed 000's per-object execution: a distortion found on an object the plan names
+        (not ``Global``) is measured again, with the tool chosen for it, on the object's
+        region, when the ``locate`` role finds the object (one call per object and image).
+        An object that is not found keeps the whole-image reading only (traced)."""
+        wanted: dict[str, list[str]] = {}
+        for f in findings:
+            if f.scope != "Global" and f.scope in plan.scopes and f.severity != "none":
+                tool = by_category.get(f.category)
+                if tool is not None and tool not in wanted.setdefault(f.scope, []):
+                    wanted[f.scope].append(tool)
+        out: list[ToolScore] = []
+        for scope, tools in wanted.items():
+            region = await self._locate(scope, pair, usage)
+            if region is None:
+                continue
+            image, reference = region
+            cards = [self.cards.get(t) for t in tools]
+            ran = await asyncio.to_thread(self.runner.run_many, cards, image, reference)
+            ran = [
+                s.model_copy(
+                    update={"scope": scope, "distortion": _category_of(s.tool, by_category)}
+                )
+                for s in ran
+            ]
+            trace_tool_scores(pair, ran, note=f"on the region of {scope}")
+            out += ran
+        return out
+
+    async def _locate(
+        self, scope: str, pair: Pair, usage: Usage
+    ) -> tuple[LoadedImage, LoadedImage | None] | None:
+        """The object's region of the image (and of the reference), or None."""
+        w, h = pair.image.size
+        inputs = LocateInput(query=self.opt.query, target=scope, width=w, height=h)
+        try:
+            reply, _ = await self.ask.ask(inputs, LocateReply, usage, pair.trace, images_of(pair))
+        except VLMError as e:
+            pair.trace.emit("tool", note=f"{scope}: not located ({e}); whole image only")
+            return None
+        if not reply.found or reply.box is None:
+            pair.trace.emit("tool", note=f"{scope}: not found; whole image only")
+            return None
+        px = reply.box.pixels(w, h)
+        if min(px[2] - px[0], px[3] - px[1]) < REGION_MIN_SIDE:
+            note = f"{scope}: region {px} under {REGION_MIN_SIDE} px; whole image only"
+            pair.trace.emit("tool", note=note)
+            return None
+        return _region(pair.image, px), (
+            _region(pair.reference, px) if pair.reference is not None else None
+        )
+
+
+REGION_MIN_SIDE = 32  # an object's region smaller than this is not measured on its own
+
+
+def _category_of(tool: str, by_category: dict[str, str]) -> str | None:
+    return next((c for c, t in by_category.items() if t == tool), None)
+
+
+def _region(image: LoadedImage, px: tuple[int, int, int, int]) -> LoadedImage:
+    pixels = cut(image.pixels, px)
+    return LoadedImage(path=image.path, pixels=pixels, sha256=crop_sha256(pixels),
+                       original_mode=image.original_mode)  # fmt: skip
 
 
 K = TypeVar("K")

@@ -101,7 +101,9 @@ def evaluate(
     ] = None,
     fusion: Annotated[
         str | None,
-        typer.Option("--fusion", help="How tools' scores fuse into the agent's q̄: mean | min."),
+        typer.Option(
+            "--fusion", help="How tools' scores fuse into the agent's q̄: min (default) | mean."
+        ),
     ] = None,
     learned_tools: Annotated[
         bool | None,

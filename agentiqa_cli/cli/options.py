@@ -54,9 +54,9 @@ FusionOpt = Annotated[
     str | None,
     typer.Option(
         "--fusion",
-        help="How the tools' 1-5 scores combine (score's score, the agent's q̄): mean (the "
-        "paper's) or min (the worst tool, for gating on specialised detectors: one bad "
-        "attribute barely moves a mean of seven).",
+        help="How the tools' 1-5 scores combine (score's score, the agent's q̄): min (the "
+        "default: the worst tool; an image is as bad as its worst attribute, and one bad "
+        "attribute barely moves a mean of seven detectors) or mean (the paper's).",
     ),
 ]
 ExperienceOpt = Annotated[
@@ -133,9 +133,10 @@ class Common:
         }
         return load_settings({**shared, **flags}, self.config)
 
-    def outputs(self) -> Outputs:
-        """The files this run writes (``--out``, ``--trace``), to check before any work."""
-        return Outputs.of(self.out, self.trace, self.force)
+    def outputs(self, report: Path | None = None) -> Outputs:
+        """The files this run writes (``--out``, ``--trace``, ``--report``), to check before
+        any work."""
+        return Outputs.of(self.out, self.trace, self.force, report)
 
 
 _SETUP = {

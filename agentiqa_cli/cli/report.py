@@ -13,6 +13,7 @@ from agentiqa_cli.cli.app import app
 from agentiqa_cli.cli.options import EXIT_CODES_HELP
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import EXIT_INPUT, EXIT_OK
+from agentiqa_cli.io.guard import check_report_page
 from agentiqa_cli.report import Report, build_report, render_html
 from agentiqa_cli.report.rows import read_rows
 
@@ -90,6 +91,7 @@ def report(
     if not csv.is_file():
         raise ConfigError(f"{csv}: no such results CSV")
     target = html or default_html(csv)
+    check_report_page(target, csv)  # never the CSV, an image or another file: exit 2
     result = make_report(csv, target, top, quiet)
     if json_out:
         ui.print_json({**result.model_dump(mode="json", exclude=_THUMBS), "html": str(target)})

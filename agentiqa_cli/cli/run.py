@@ -50,11 +50,11 @@ def score(
     fusion: FusionOpt = None,
     report: ReportOpt = None,
 ) -> None:
-    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
+    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by the worst (or the mean)."""
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
 
     async def main(rt: Runtime) -> BatchSummary:
-        jobs = rt.jobs(paths, ref, opts.outputs())  # outputs checked: exit 2 before work
+        jobs = rt.jobs(paths, ref, opts.outputs(report))  # outputs checked: exit 2 before work
         cards = rt.score_cards(has_reference=ref is not None)
         names = [c.name for c in cards]
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
@@ -275,7 +275,7 @@ def assess(
 
     async def main(rt: Runtime) -> BatchSummary:
         note_backend(rt, opts.quiet)
-        jobs = rt.jobs(paths, ref, opts.outputs())  # outputs checked: exit 2 before work
+        jobs = rt.jobs(paths, ref, opts.outputs(report))  # outputs checked: exit 2 before work
         rt.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
         agent = await rt.agent()  # a wrong model is exit 2 here, before any output
         say_notes(rt)

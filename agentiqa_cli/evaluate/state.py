@@ -256,7 +256,7 @@ def read_rows(csv_path: Path) -> dict[str, Result]:
     rows: dict[str, Result] = {}
     if not csv_path.exists():
         return rows
-    with open(csv_path, newline="", encoding="utf-8", errors="replace") as f:
+    with open(csv_path, newline="", encoding="utf-8-sig", errors="replace") as f:
         for cells in csv.DictReader(f):
             # cells that could read as formulas were written with a leading ' (safe_cell)
             row = {k: original_cell(v) for k, v in cells.items() if isinstance(v, str)}

@@ -76,6 +76,8 @@ def row_of(result: Result, columns: list[str], extra: Mapping[str, str] | None =
         "key": result.key,
     }
     for t in result.tools:
+        if t.scope is not None:  # a region's reading: in the tools cell, not the image's columns
+            continue
         cells[f"{t.tool}_raw"] = _fmt(t.raw, 5)
         cells[f"{t.tool}_norm"] = _fmt(t.norm, 4)
     cells.update(extra or {})
@@ -194,7 +196,7 @@ class ResultsWriter:
         self._fd = -1
         self._lock: FileLock | None = None
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.is_file():  # devices (--force -o /dev/null): no lock
+        if not path.exists() or path.is_file():  # (the guard refuses devices and pipes)
             self._lock = FileLock(lock_path(path), timeout=0)
             try:
                 # two runs on one CSV would both write the same images
