@@ -33,7 +33,9 @@ class Settings(BaseModel):
     )
     device: str = "auto"
     tools: list[str] | None = None
-    fusion: Literal["mean", "min"] = Field("mean", description="how `score` fuses its tools")
+    fusion: Literal["mean", "min"] = Field(
+        "min", description="how `score` and the agent fuse the tools: min (the worst) or mean"
+    )
     learned_tools: LearnedTools = Field(
         "auto",
         description="tools that need downloaded weights, offered to the agent: auto (those "

@@ -31,6 +31,10 @@ Category = Literal[
 ]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
 
+# how many images a round of `agentiqa evaluate` samples, and sub-aspects a query names
+EVAL_N_MIN, EVAL_N_MAX = 3, 9
+EVAL_MAX_ASPECTS = 5
+
 # AgenticIQA-Eval's tracks: the component a multiple-choice question tests (seed 000 §4)
 Track = Literal["planner", "executor-distortion", "executor-tool", "summarizer"]
 
@@ -131,6 +135,7 @@ class ToolScore(Record):
     seconds: float = 0.0
     error: str | None = None
     distortion: str | None = None  # the distortion it was selected for, if any
+    scope: str | None = None  # the object whose located region it measured (None: the image)
     # False: its card has no fitted logistic, so ``norm`` keeps order but not the 1-5
     # scale, and fusions leave it out (``scoring.fusable``)
     calibrated: bool = True
@@ -189,7 +194,11 @@ class Result(Record):
         )
 
     def tools_cell(self) -> str:
-        return ";".join(f"{t.tool}={t.norm:.3f}" for t in self.tools if t.ok and t.norm is not None)
+        return ";".join(
+            f"{t.tool}{'@' + t.scope if t.scope else ''}={t.norm:.3f}"
+            for t in self.tools
+            if t.ok and t.norm is not None
+        )
 
 
 Step = Literal[

@@ -21,15 +21,11 @@ from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
 from agentiqa_cli import __version__
-from agentiqa_cli.agent.advice import ToolAdvisor
-from agentiqa_cli.agent.pipeline import Agent, AgentOptions
-from agentiqa_cli.agent.prompts import PromptSpec, load_prompts
-from agentiqa_cli.agent.roles import Asker
-from agentiqa_cli.agent.rules import RulesVLM
 from agentiqa_cli.batch import BatchSummary, Decoder, Process, run_batch
 from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError, VLMError, VLMUnreachableError
@@ -44,6 +40,12 @@ from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
 from agentiqa_cli.tools.runner import ToolRunner
 from agentiqa_cli.tools.weights import candidates, offered_learned
 from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
+
+if TYPE_CHECKING:  # the agent is imported when a command asks for it: `score` never does
+    from agentiqa_cli.agent.advice import ToolAdvisor
+    from agentiqa_cli.agent.pipeline import Agent
+    from agentiqa_cli.agent.prompts import PromptSpec
+    from agentiqa_cli.agent.roles import Asker
 
 
 class Runtime:
@@ -85,6 +87,8 @@ class Runtime:
 
     @cached_property
     def prompts(self) -> dict[str, PromptSpec]:
+        from agentiqa_cli.agent.prompts import load_prompts
+
         return load_prompts(self.settings.prompts_dir or default_prompts_dir())
 
     def jobs(self, paths: list[str], ref: str | None, outputs: Outputs | None = None) -> list[Job]:
@@ -100,7 +104,7 @@ class Runtime:
         for card in cards:
             ok, why = self.runner.availability(card)
             if not ok:
-                problems.append(f"{why} (skipped; its columns stay empty)")
+                problems.append(f"{why} (every row will be an error until it can run)")
         return problems
 
     async def run(
@@ -171,6 +175,8 @@ class Runtime:
             if self._active is not None:
                 return
             backend = self._backend
+            from agentiqa_cli.agent.rules import RulesVLM
+
             try:
                 await backend.check()
                 self._active = backend
@@ -188,6 +194,9 @@ class Runtime:
 
     async def asker(self) -> Asker:
         """Asks roles of the connected VLM (with the rules backend as fallback if set)."""
+        from agentiqa_cli.agent.roles import Asker
+        from agentiqa_cli.agent.rules import RulesVLM
+
         await self.connect()
         fallback = None
         if self.settings.vlm_fallback == "rules" and self.vlm.name != "rules":
@@ -196,6 +205,8 @@ class Runtime:
 
     async def agent(self, query: str | None = None) -> Agent:
         """The agent for ``query`` (default: the configured one), on a connected VLM."""
+        from agentiqa_cli.agent.pipeline import Agent, AgentOptions
+
         asker = await self.asker()
         options = AgentOptions(
             query=query or self.settings.query,
@@ -331,6 +342,8 @@ class Unreachable:
 
 def build_vlm(settings: Settings, cards: CardSet) -> VLM:
     """The VLM backend named by ``--vlm``: rules, an OpenAI-compatible URL, or vllm:MODEL."""
+    from agentiqa_cli.agent.rules import RulesVLM
+
     spec = settings.vlm.strip()
     if spec == "rules":
         return RulesVLM(cards)
@@ -351,7 +364,9 @@ def build_vlm(settings: Settings, cards: CardSet) -> VLM:
         from agentiqa_cli.vlm.inprocess import InProcessVLM
 
         return InProcessVLM(model=spec[len("vllm:") :], image_pixels=settings.image_pixels)
-    raise ConfigError(f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {spec!r}")
+    raise ConfigError(
+        f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {redact_url(spec)!r}"
+    )
 
 
 def _file_digest(path: Path) -> str:

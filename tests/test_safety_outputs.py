@@ -182,8 +182,10 @@ def test_disk_full_mid_run_is_exit_3_and_rows_so_far_stay(
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "write", full_after_two)
         assert invoke("score", pics, "-o", out, "-q", "-j", "1") == 3
-    df = pd.read_csv(out)
-    assert len(df) <= 1 and (df["status"] == "ok").all()  # no row blames the image
+    if full == "r.csv":
+        assert len(pd.read_csv(out)) == 1  # the header and one row fitted
+    if out.exists():  # complete rows only, none blaming an image for the disk
+        assert (pd.read_csv(out)["status"] == "ok").all()
     assert invoke("score", pics, "-o", out, "-q", "--resume") == 0
     assert sorted(pd.read_csv(out)["image"]) == sorted(str(p) for p in pics.iterdir())
 
@@ -208,6 +210,10 @@ def test_out_that_is_an_input_is_refused_even_with_force(tmp_path: Path, pics: P
     assert invoke("score", victim, pics / "p1.png", "-o", victim, "-q") == 2
     assert invoke("score", victim, pics / "p1.png", "-o", victim, "-q", "--force") == 2
     assert invoke("score", pics, "--trace", pics / "p1.png", "-o", tmp_path / "r.csv") == 2
+    os.link(victim, tmp_path / "hard.png")  # another name for the same file
+    (tmp_path / "soft.png").symlink_to(victim)
+    for alias in ("hard.png", "soft.png"):
+        assert invoke("score", pics, "-o", tmp_path / alias, "-q", "--force") == 2
     assert victim.read_bytes() == before
     assert not (tmp_path / "r.csv").exists()
 
@@ -422,3 +428,47 @@ def test_a_run_on_a_csv_another_run_holds_is_exit_2(tmp_path: Path, pics: Path) 
     finally:
         holder.close(completed=False)
     assert invoke("score", pics, "-o", out, "-q", "--resume") == 0
+
+
+def test_evaluate_resume_reads_rows_of_a_csv_saved_with_a_bom(tmp_path: Path) -> None:
+    from agentiqa_cli.evaluate.state import read_rows
+
+    out = tmp_path / "r.csv"
+    _written(out, 2)
+    _rewrite(out, lineterminator="\r\n")
+    out.write_bytes(b"\xef\xbb\xbf" + out.read_bytes())
+    assert sorted(read_rows(out)) == ["img, 0.png", "img, 1.png"]
+
+
+def test_fix_csv_that_is_an_input_is_refused(tmp_path: Path, pics: Path) -> None:
+    victim = pics / "p0.png"
+    before = victim.read_bytes()
+    code = invoke("fix", pics, "--out", tmp_path / "fixed", "--csv", victim, "-q")
+    assert code == 2 and victim.read_bytes() == before
+
+
+def test_report_never_replaces_an_input_our_csv_or_a_foreign_file(
+    tmp_path: Path, pics: Path
+) -> None:
+    out, victim, page = tmp_path / "r.csv", pics / "p0.png", tmp_path / "page.html"
+    before = victim.read_bytes()
+    assert invoke("score", pics, "-o", out, "--report", victim, "-q", "--force") == 2
+    assert victim.read_bytes() == before
+    assert invoke("score", pics, "-o", out, "--report", out, "-q") == 2
+    page.write_text("<html>mine</html>")
+    assert invoke("score", pics, "-o", out, "--report", page, "-q") == 2
+    assert page.read_text() == "<html>mine</html>" and not out.exists()
+    assert invoke("score", pics, "-o", out, "--report", page, "-q", "--force") == 0
+    assert invoke("score", pics, "-o", out, "--report", page, "-q") == 0  # ours now
+    assert "agentiqa report" in page.read_text()
+
+
+def test_report_command_never_writes_over_its_csv_or_an_image(tmp_path: Path, pics: Path) -> None:
+    out = tmp_path / "r.csv"
+    assert invoke("score", pics, "-o", out, "-q") == 0
+    keep = {p: p.read_bytes() for p in (out, pics / "p0.png")}
+    for target in keep:
+        assert invoke("report", out, "--html", target, "-q") == 2
+    assert all(p.read_bytes() == b for p, b in keep.items())
+    for _ in range(2):  # its own page is replaced freely
+        assert invoke("report", out, "-q") == 0

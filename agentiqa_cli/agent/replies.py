@@ -17,6 +17,9 @@ from agentiqa_cli.agent.schemas import reply_schema, schema_problems
 from agentiqa_cli.imperfect.records import FixReply, LocateReply
 from agentiqa_cli.records import (
     CATEGORIES,
+    EVAL_MAX_ASPECTS,
+    EVAL_N_MAX,
+    EVAL_N_MIN,
     Category,
     Decode,
     Level,
@@ -124,11 +127,6 @@ class InterpretReply(_Reply):
     final_answer: Annotated[Letter, Decode(enum_from="letters")]  # only the question's letters
     quality_reasoning: str = Field(max_length=500)
     sufficient: bool = True
-
-
-# how many images a round of `agentiqa evaluate` samples, and sub-aspects a query names
-EVAL_N_MIN, EVAL_N_MAX = 3, 9
-EVAL_MAX_ASPECTS = 5
 
 
 class EvalPlanReply(_Reply):

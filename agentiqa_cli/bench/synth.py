@@ -12,6 +12,7 @@ in strength only (the same noise pattern scaled up, the same motion direction).
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import os
 import zlib
@@ -23,6 +24,8 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image, features
 from scipy import ndimage, signal
+
+from agentiqa_cli.errors import ConfigError
 
 Array = NDArray[np.float32]
 Kind = Callable[[Array, int, np.random.Generator], Array]
@@ -208,6 +211,17 @@ def _read_rgb(path: Path) -> Array:
         return _from_u8(np.asarray(im.convert("RGB")))
 
 
+def check_kinds(kinds: Iterable[str]) -> list[str]:
+    """``kinds`` if each is known, else a ConfigError naming the closest ones (exit 2)."""
+    out = list(kinds)
+    for k in out:
+        if k not in KINDS:
+            close = difflib.get_close_matches(k, KINDS, n=2, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise ConfigError(f"unknown distortion kind {k!r}{hint} (known: {', '.join(KINDS)})")
+    return out
+
+
 def generate(
     clean_paths: Sequence[Path],
     out_dir: Path,
@@ -221,10 +235,7 @@ def generate(
     ``out_dir`` (so two runs into different folders write identical manifests); it lists the
     clean images too, as kind ``clean``, level 0, with themselves as reference.
     """
-    kind_list = list(KINDS) if kinds is None else list(kinds)
-    for k in kind_list:
-        if k not in KINDS:
-            raise ValueError(f"unknown distortion kind {k!r}; known: {', '.join(KINDS)}")
+    kind_list = list(KINDS) if kinds is None else check_kinds(kinds)
     level_list = sorted(set(levels))
     out_dir.mkdir(parents=True, exist_ok=True)
     items: list[SynthItem] = []

@@ -15,7 +15,7 @@ from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app, bench_app
 from agentiqa_cli.cli.options import Common, shared, tool_list
 from agentiqa_cli.cli.run import note_backend, say_notes
-from agentiqa_cli.config import Settings
+from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.runtime import Runtime
@@ -184,7 +184,7 @@ def mcq(
     report = _bench(settings, out_dir / "trace.jsonl", len(qs), "eval-bench mcq", opts.quiet, main)
     write_mcq_csv(report, out_dir / "answers.csv")
     t = Table(
-        title=f"{questions.name}: {report.n} questions, backend {settings.vlm}",
+        title=f"{questions.name}: {report.n} questions, backend {redact_url(settings.vlm)}",
         title_justify="left",
     )
     for col in ("track", "n", "correct", "accuracy"):
@@ -214,8 +214,11 @@ def synth(
     out_dir: OutDir = Path("eval-synth"),
 ) -> None:
     """Distort clean images (5 levels per kind, fixed seed) and check each method's score falls."""
+    from agentiqa_cli.bench.synth import check_kinds
     from agentiqa_cli.bench.synth_eval import write_synth_csv
 
+    if kinds is not None:
+        check_kinds(tool_list(kinds) or [])  # exit 2 before anything is written
     settings = opts.settings()
     out_dir.mkdir(parents=True, exist_ok=True)
     report = synth_report(settings, clean_dir, out_dir, tool_list(tools), assess,

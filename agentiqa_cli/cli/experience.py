@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from agentiqa_cli.cli import render as ui
@@ -133,7 +132,7 @@ def _show(pool: Pool, json_out: bool) -> None:
     if json_out:
         ui.print_json(pool_json(pool))
         return
-    table = Table(title=f"experience pool {escape(str(pool.path))}")
+    table = Table(title=f"experience pool {ui.cell(str(pool.path))}")
     for col in ("mode", "category", "records", "ranking (θ, best first)", "d", "SE", "significant"):
         table.add_column(col, justify="right" if col in ("records", "d", "SE") else "left")
     for e in pool.entries.values():
@@ -142,7 +141,7 @@ def _show(pool: Pool, json_out: bool) -> None:
             e.mode,
             e.category,
             str(e.records),
-            escape(ranking),
+            ui.cell(ranking),
             f"{e.d:.2f}" if e.d is not None else "-",
             f"{e.se:.2f}" if e.se is not None else "-",
             "yes" if e.significant else "no",

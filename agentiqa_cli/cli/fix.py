@@ -66,7 +66,7 @@ def fix(
 
     async def main(rt: Runtime) -> BatchSummary:
         note_backend(rt, opts.quiet)
-        jobs = rt.jobs(paths, None)
+        jobs = rt.jobs(paths, None, opts.outputs())  # CSV and trace checked: exit 2 first
         asker = await rt.asker()
         say_notes(rt)
         fixer = Fixer(asker, rt.settings.query, out, [j.image for j in jobs])

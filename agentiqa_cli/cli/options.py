@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,8 @@ from agentiqa_cli.io.guard import Outputs
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 all processed and gate passed; 1 quality gate failed; "
-    "2 usage or configuration error; 3 some inputs could not be processed (rows say why)."
+    "2 usage or configuration error (also: no images found); 3 some inputs could not be "
+    "processed (rows say why); 4 internal error; 130 interrupted (--resume continues)."
 )
 
 # -- options that commands declare themselves (their help differs per command) -------------
@@ -52,9 +54,9 @@ FusionOpt = Annotated[
     str | None,
     typer.Option(
         "--fusion",
-        help="How the tools' 1-5 scores combine (score's score, the agent's q̄): mean (the "
-        "paper's) or min (the worst tool, for gating on specialised detectors: one bad "
-        "attribute barely moves a mean of seven).",
+        help="How the tools' 1-5 scores combine (score's score, the agent's q̄): min (the "
+        "default: the worst tool; an image is as bad as its worst attribute, and one bad "
+        "attribute barely moves a mean of seven detectors) or mean (the paper's).",
     ),
 ]
 ExperienceOpt = Annotated[
@@ -131,9 +133,10 @@ class Common:
         }
         return load_settings({**shared, **flags}, self.config)
 
-    def outputs(self) -> Outputs:
-        """The files this run writes (``--out``, ``--trace``), to check before any work."""
-        return Outputs.of(self.out, self.trace, self.force)
+    def outputs(self, report: Path | None = None) -> Outputs:
+        """The files this run writes (``--out``, ``--trace``, ``--report``), to check before
+        any work."""
+        return Outputs.of(self.out, self.trace, self.force, report)
 
 
 _SETUP = {
@@ -280,18 +283,35 @@ _OUTPUT = {
         False,
     ),
 }
+
+
+def _finite(value: float | None) -> float | None:
+    """A gate of NaN compares false with every score: it would pass everything."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
 _GATE = {
     "fail_under": (
         Annotated[
             float | None,
-            typer.Option("--fail-under", help="Gate: exit 1 if any image scores below this."),
+            typer.Option(
+                "--fail-under",
+                help="Gate: exit 1 if any image scores below this.",
+                callback=_finite,
+            ),
         ],
         None,
     ),
     "fail_mean_under": (
         Annotated[
             float | None,
-            typer.Option("--fail-mean-under", help="Gate: exit 1 if the mean score is below this."),
+            typer.Option(
+                "--fail-mean-under",
+                help="Gate: exit 1 if the mean score is below this.",
+                callback=_finite,
+            ),
         ],
         None,
     ),

@@ -23,6 +23,7 @@ from agentiqa_cli.cli.options import (
     shared,
     tool_list,
 )
+from agentiqa_cli.cli.report import ReportOpt, report_after_run
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
@@ -47,12 +48,13 @@ def score(
     ] = None,
     ref: Ref = None,
     fusion: FusionOpt = None,
+    report: ReportOpt = None,
 ) -> None:
-    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
+    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by the worst (or the mean)."""
     settings = opts.settings(fusion=fusion, tools=tool_list(tools))
 
     async def main(rt: Runtime) -> BatchSummary:
-        jobs = rt.jobs(paths, ref, opts.outputs())  # outputs checked: exit 2 before work
+        jobs = rt.jobs(paths, ref, opts.outputs(report))  # outputs checked: exit 2 before work
         cards = rt.score_cards(has_reference=ref is not None)
         names = [c.name for c in cards]
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
@@ -61,6 +63,7 @@ def score(
         return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names)
 
     summary = asyncio.run(_with_runtime(settings, main))
+    report_after_run(opts.out, report, opts.quiet)
     finish(summary, opts, "agentiqa score")
 
 
@@ -139,7 +142,7 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             ui.out.print(ui.results_table(results, title))
         mean = f"{gate.mean:.3f}" if gate.mean is not None else "-"
         ui.out.print(
-            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {opts.out}",
+            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {ui.visible(str(opts.out))}",
             highlight=False,
         )
     if gate.gate_failed and not opts.quiet:
@@ -248,6 +251,7 @@ def assess(
     ] = "off",
     experience: ExperienceOpt = None,
     evolve: EvolveOpt = False,
+    report: ReportOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
     from agentiqa_cli.imperfect.apply import (
@@ -271,7 +275,7 @@ def assess(
 
     async def main(rt: Runtime) -> BatchSummary:
         note_backend(rt, opts.quiet)
-        jobs = rt.jobs(paths, ref, opts.outputs())  # outputs checked: exit 2 before work
+        jobs = rt.jobs(paths, ref, opts.outputs(report))  # outputs checked: exit 2 before work
         rt.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
         agent = await rt.agent()  # a wrong model is exit 2 here, before any output
         say_notes(rt)
@@ -283,4 +287,5 @@ def assess(
         )  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))
+    report_after_run(opts.out, report, opts.quiet)
     finish(summary, opts, "agentiqa assess")

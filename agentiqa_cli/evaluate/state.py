@@ -32,6 +32,7 @@ from agentiqa_cli.evaluate.records import (
 )
 from agentiqa_cli.evaluate.stats import Interval, Known, RoundData, combine
 from agentiqa_cli.evaluate.tiers import TIER_NAMES, Tiers
+from agentiqa_cli.io.results import original_cell
 from agentiqa_cli.records import CATEGORIES, Result, ToolScore, Usage
 from agentiqa_cli.tools.cards import CardSet
 
@@ -255,8 +256,10 @@ def read_rows(csv_path: Path) -> dict[str, Result]:
     rows: dict[str, Result] = {}
     if not csv_path.exists():
         return rows
-    with open(csv_path, newline="", encoding="utf-8", errors="replace") as f:
-        for row in csv.DictReader(f):
+    with open(csv_path, newline="", encoding="utf-8-sig", errors="replace") as f:
+        for cells in csv.DictReader(f):
+            # cells that could read as formulas were written with a leading ' (safe_cell)
+            row = {k: original_cell(v) for k, v in cells.items() if isinstance(v, str)}
             with contextlib.suppress(KeyError, ValueError, ValidationError):
                 rows[row["image"]] = result_of(row)
     return rows

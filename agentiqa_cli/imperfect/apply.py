@@ -104,7 +104,9 @@ class FixingAgent:
             result = await self.agent(pair)
             result.fix = FixOutcome(imperfections=[f.type for f in found])
             return result
-        usage = Usage()
+        # the image's one usage record: the agent runs below add to it too (the pairs they
+        # get share it), and an error row still counts what was spent
+        usage = pair.usage
         d = await _decide(self.asker, pair, self.query, usage)
         geometry = [o for o in d.operations if o.tool in GEOMETRY_TOOLS]
         x, done, notes = await _apply(pair.image.pixels, geometry, pair)
@@ -122,9 +124,6 @@ class FixingAgent:
             result.fix = _outcome(d, done + done2)
             result.fix.refused += notes + notes2
             result.fix.score_before = (before or result).score
-            if before is not None:
-                usage.add(before.usage)
-        usage.add(result.usage)
         result.usage = usage
         return result
 
@@ -141,7 +140,7 @@ class Fixer:
         return self.out_dir / f"{pair.image.path.stem}-{pair.image.sha256[:8]}.png"
 
     async def __call__(self, pair: Pair) -> Result:
-        usage = Usage()
+        usage = pair.usage  # shared with the batch: an error row still counts the calls
         d = await _decide(self.asker, pair, self.query, usage)
         x, done, notes = await _apply(pair.image.pixels, d.operations, pair)
         result = pair.result()

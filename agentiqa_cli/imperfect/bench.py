@@ -42,7 +42,7 @@ from agentiqa_cli.imperfect.records import (
     describe,
 )
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.records import FixOutcome, Result, Usage
+from agentiqa_cli.records import FixOutcome, Result
 from agentiqa_cli.runtime import Runtime
 
 KINDS_AND_ORIGINAL: tuple[str, ...] = ("original", *KINDS)
@@ -144,7 +144,7 @@ async def decide_all(
     name_of = {str(root / it.image): it.image for it in items}
 
     async def process(pair: Pair) -> Result:
-        usage = Usage()
+        usage = pair.usage  # shared with the batch: an error row still counts the calls
         d = await decide(asker, pair.image.pixels, images_of(pair)[0], rt.settings.query,
                          usage, pair.trace)  # fmt: skip
         item = name_of[str(pair.job.image)]

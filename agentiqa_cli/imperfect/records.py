@@ -8,7 +8,7 @@ directions as enums, boxes normalized to [0, 1] with positive extent, short stri
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -18,35 +18,14 @@ MAX_OPERATIONS = 4
 
 # The ten corruption types of seed 003 (Table 1) that have a fix, then the per-image
 # properties CleanVision reports (informational: no operation restores them).
-FIXABLE = (
-    "rotation",
-    "flip",
-    "brightness",
-    "blur",
-    "noise",
-    "expand",
-    "overlay",
-    "watermark",
-    "recapture",
-    "borders",
-)
-PROPERTIES = ("low_information", "odd_aspect_ratio", "odd_size", "grayscale")
-ImperfectionType = Literal[
-    "rotation",
-    "flip",
-    "brightness",
-    "blur",
-    "noise",
-    "expand",
-    "overlay",
-    "watermark",
-    "recapture",
-    "borders",
-    "low_information",
-    "odd_aspect_ratio",
-    "odd_size",
-    "grayscale",
-]
+Fixable = Literal[
+    "rotation", "flip", "brightness", "blur", "noise",
+    "expand", "overlay", "watermark", "recapture", "borders",
+]  # fmt: skip
+Property = Literal["low_information", "odd_aspect_ratio", "odd_size", "grayscale"]
+ImperfectionType = Literal[Fixable, Property]
+FIXABLE: tuple[str, ...] = get_args(Fixable)
+PROPERTIES: tuple[str, ...] = get_args(Property)
 ToolName = Literal["rotate", "flip", "lum", "deblur", "denoise", "crop", "fill"]
 GEOMETRY_TOOLS: frozenset[str] = frozenset({"rotate", "flip", "crop", "fill"})
 QUALITY_TOOLS: frozenset[str] = frozenset({"lum", "deblur", "denoise"})

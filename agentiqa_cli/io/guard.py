@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,11 +65,33 @@ def is_trace_file(path: Path) -> bool:
         return False
     if line == "":
         return path.stat().st_size == 0
+    if line.startswith('{"step":"run"'):  # as we write it (a long header may be cut here)
+        return True
     try:
         first = json.loads(line)
     except ValueError:
         return False
     return isinstance(first, dict) and first.get("step") == "run"
+
+
+def is_report_file(path: Path) -> bool:
+    """An empty file, or an HTML page of ``agentiqa report``."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF)
+    except OSError:
+        return False
+    return head == b"" or (
+        head.startswith(b"<!DOCTYPE html>") and b"<title>agentiqa report" in head
+    )
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -107,6 +129,28 @@ def _check_writable(path: Path, what: str) -> None:
         raise ConfigError(f"{name}: cannot write there: {e.strerror or e}") from None
 
 
+def check_file(
+    path: Path, what: str, ours: Callable[[Path], bool], kind: str, force: bool | None = False
+) -> None:
+    """One output: writable, and when it exists one of ours (``kind``) unless ``force``
+    (None: the command has no --force)."""
+    _check_writable(path, what)
+    if path.exists() and not force and not ours(path):
+        hint = "--force to replace it" if force is not None else "remove it or choose another"
+        raise ConfigError(
+            f"{what} {display_path(path)} exists and is not {kind}; refusing to overwrite it "
+            f"({hint})"
+        )
+
+
+def check_report_page(html: Path, csv: Path) -> None:
+    """``agentiqa report``'s page: never the CSV it reads, never a file that is not a page
+    of ours (an image listed in the CSV, say)."""
+    if _same(html, csv):
+        raise ConfigError(f"--html {display_path(html)} is the results CSV it reports on")
+    check_file(html, "--html", is_report_file, "an agentiqa report", force=None)
+
+
 @dataclass(frozen=True)
 class Outputs:
     """The files one run writes: the results CSV, its trace, and the CSV's lock."""
@@ -114,46 +158,56 @@ class Outputs:
     csv: Path
     trace: Path
     force: bool = False
+    report: Path | None = None  # --report's HTML page
 
     @classmethod
-    def of(cls, out: Path, trace: Path | None, force: bool = False) -> Outputs:
-        return cls(out, trace_path_for(out, trace), force)
+    def of(
+        cls, out: Path, trace: Path | None, force: bool = False, report: Path | None = None
+    ) -> Outputs:
+        return cls(out, trace_path_for(out, trace), force, report)
+
+    def _files(self) -> list[tuple[Path, str, Callable[[Path], bool], str]]:
+        files: list[tuple[Path, str, Callable[[Path], bool], str]] = [
+            (self.csv, "--out", is_results_file, "an agentiqa results CSV"),
+            (self.trace, "--trace", is_trace_file, "an agentiqa trace"),
+        ]
+        if self.report is not None:
+            files.append((self.report, "--report", is_report_file, "an agentiqa report"))
+        return files
 
     def check(self) -> None:
         """Raise ConfigError (exit 2) unless both outputs may be written."""
-        if _same(self.csv, self.trace):
-            raise ConfigError(
-                f"--out and --trace are the same file ({display_path(self.csv)}); "
-                "give the trace its own name"
-            )
-        for path, what, ours, kind in (
-            (self.csv, "--out", is_results_file, "an agentiqa results CSV"),
-            (self.trace, "--trace", is_trace_file, "an agentiqa trace"),
-        ):
-            _check_writable(path, what)
-            if path.exists() and not self.force and not ours(path):
-                raise ConfigError(
-                    f"{what} {display_path(path)} exists and is not {kind}; "
-                    "refusing to overwrite it (--force to replace it)"
-                )
+        files = self._files()
+        for i, (a, what_a, _, _) in enumerate(files):
+            for b, what_b, _, _ in files[i + 1 :]:
+                if _same(a, b):
+                    raise ConfigError(
+                        f"{what_a} and {what_b} are the same file ({display_path(a)}); "
+                        "give each its own name"
+                    )
+        for path, what, ours, kind in files:
+            check_file(path, what, ours, kind, self.force)
 
     def screen(self, jobs: Sequence[Job]) -> list[Job]:
-        """The jobs without our own outputs; an input that would be overwritten is an error."""
-        own = [
-            (self.csv, is_results_file),
-            (self.trace, is_trace_file),
-            (lock_path(self.csv), lambda _: True),
-        ]
+        """The jobs without our own outputs; an input that would be overwritten is an error.
+        Files are compared by identity (device, inode): links and other spellings count."""
+        own: dict[tuple[int, int], bool] = {}  # the outputs that exist → is it one of ours
+        for path, _, ours, _ in self._files():
+            if (ident := _identity(path)) is not None:
+                own[ident] = ours(path)
+        if (ident := _identity(lock_path(self.csv))) is not None:
+            own[ident] = True
+        if not own:
+            return list(jobs)
         kept = []
         for job in jobs:
-            hit = next(((p, ours) for p, ours in own if _same(job.image, p)), None)
-            if hit is not None and hit[1](hit[0]):
+            if own.get(_identity(job.image) or (-1, -1)):
                 continue  # one of ours, found by a folder or a glob
             for p in (job.image, job.reference):
-                if p is not None and any(_same(p, o) for o, _ in own):
+                if p is not None and _identity(p) in own:
                     raise ConfigError(
                         f"{display_path(p)} is an input and an output of this run; "
-                        "refusing to overwrite an input (choose another --out/--trace)"
+                        "refusing to overwrite an input (choose another output name)"
                     )
             kept.append(job)
         return kept

@@ -20,7 +20,8 @@ import codecs
 import csv
 import io
 import os
-from collections.abc import Callable, Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -75,15 +76,49 @@ def row_of(result: Result, columns: list[str], extra: Mapping[str, str] | None =
         "key": result.key,
     }
     for t in result.tools:
+        if t.scope is not None:  # a region's reading: in the tools cell, not the image's columns
+            continue
         cells[f"{t.tool}_raw"] = _fmt(t.raw, 5)
         cells[f"{t.tool}_norm"] = _fmt(t.norm, 4)
     cells.update(extra or {})
-    return [cells.get(c, "") for c in columns]
+    return [safe_cell(cells.get(c, "")) for c in columns]
+
+
+# A spreadsheet evaluates a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def _formula_like(value: str) -> bool:
+    # after any apostrophes of its own, so that original_cell undoes safe_cell exactly
+    rest = value.lstrip("'")
+    return rest.startswith(_FORMULA_START) and not _NUMBER.fullmatch(rest)
+
+
+def safe_cell(value: str) -> str:
+    """A text cell a spreadsheet would run as a formula gets a leading ``'`` (shown, not
+    evaluated); plain numbers such as ``-0.5`` stay numbers."""
+    return "'" + value if _formula_like(value) else value
+
+
+def safe_row(cells: Sequence[object]) -> list[str]:
+    """``safe_cell`` over a row of any values (other CSVs: benchmark reports)."""
+    return [safe_cell(str(c)) for c in cells]
+
+
+def original_cell(value: str) -> str:
+    """The text ``safe_cell`` was given (for reading our own CSV back)."""
+    return value[1:] if value.startswith("'") and _formula_like(value) else value
 
 
 def _record(cells: list[str]) -> bytes:
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(cells)
+    # the csv module quotes a cell holding "\n" but not a lone "\r", which readers take as a
+    # line break: a row with one is written with every cell quoted, so it stays one record
+    if any("\r" in c for c in cells):
+        csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL).writerow(cells)
+    else:
+        csv.writer(buf, lineterminator="\n").writerow(cells)
     return buf.getvalue().encode("utf-8")
 
 
@@ -161,7 +196,7 @@ class ResultsWriter:
         self._fd = -1
         self._lock: FileLock | None = None
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.is_file():  # devices (--force -o /dev/null): no lock
+        if not path.exists() or path.is_file():  # (the guard refuses devices and pipes)
             self._lock = FileLock(lock_path(path), timeout=0)
             try:
                 # two runs on one CSV would both write the same images
