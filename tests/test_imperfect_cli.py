@@ -77,3 +77,15 @@ def test_fix_is_reproducible(tmp_path: Path) -> None:
         assert invoke("fix", tmp_path / "in", "--out", tmp_path / out, "-q")[0] == 0
     (a,) = (tmp_path / "a").glob("boxed-*.png")
     assert (tmp_path / "b" / a.name).read_bytes() == a.read_bytes()
+
+
+def test_assess_checks_only_when_asked(tmp_path: Path) -> None:
+    """--fix off (the default) runs no checks; --fix check fills the column, changes nothing."""
+    _inputs(tmp_path / "in")
+    for mode, want in (("off", ""), ("check", "borders")):
+        out = tmp_path / f"{mode}.csv"
+        code, _ = invoke("assess", tmp_path / "in", "--fix", mode, "-o", out, "-q")
+        assert code == 0
+        rows = _rows(out)
+        assert rows["boxed.png"]["imperfections"] == want
+        assert rows["boxed.png"]["operations"] == ""

@@ -244,8 +244,9 @@ def assess(
         str,
         typer.Option(
             "--fix",
-            help="Imperfections before assessment: off (the rules checks only fill the "
-            "imperfections column) | geometry (rotate, flip, crop, fill, then assess) | all "
+            help="Imperfections before assessment: off | check (the rules checks fill the "
+            "imperfections column; nothing changes) | geometry (rotate, flip, crop, fill, then "
+            "assess) | all "
             "(also lum, deblur, denoise; score_before is the score before restoration).",
         ),
     ] = "off",

@@ -3,8 +3,9 @@
 
 ``--fix geometry`` applies only operations that change what is looked at (rotate, flip,
 crop, fill); ``--fix all`` also restores quality (lum, deblur, denoise) and scores the
-image before that restoration (geometry fixed) and after it. With ``--fix off`` only the
-rules checks run (no model call) and fill the ``imperfections`` column.
+image before that restoration (geometry fixed) and after it. ``--fix check`` runs only the
+rules checks (no model call) to fill the ``imperfections`` column; ``--fix off`` (the
+default) runs nothing: the checks cost about as much as the rules agent itself.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import dataclasses
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,8 +31,8 @@ from agentiqa_cli.imperfect.records import GEOMETRY_TOOLS, Operation, describe
 from agentiqa_cli.imperfect.roles import Decision, decide
 from agentiqa_cli.records import FixOutcome, Result, Usage
 
-FixMode = Literal["off", "geometry", "all"]
-FIX_MODES: tuple[str, ...] = ("off", "geometry", "all")
+FixMode = Literal["off", "check", "geometry", "all"]
+FIX_MODES: tuple[str, ...] = get_args(FixMode)
 FIX_COLUMNS = ["imperfections", "operations", "refused", "output"]
 ASSESS_FIX_COLUMNS = ["imperfections", "operations", "refused", "score_before"]
 
@@ -100,6 +101,8 @@ class FixingAgent:
 
     async def __call__(self, pair: Pair) -> Result:
         if self.mode == "off":
+            return await self.agent(pair)
+        if self.mode == "check":
             found = await asyncio.to_thread(check, pair.image.pixels)
             result = await self.agent(pair)
             result.fix = FixOutcome(imperfections=[f.type for f in found])
