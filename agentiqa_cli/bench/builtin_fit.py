@@ -45,6 +45,12 @@ TARGETS: dict[str, tuple[str, ...]] = {
 
 # colour detectors cannot judge black-and-white photos: those are left out of their fits
 COLOUR_ONLY = frozenset({"colorfulness", "colorcast", "saturation_clip"})
+# A cast cannot be told from a colour design by a no-reference reading: a cast pushed onto
+# a single-hue graphic (a blue wallpaper made bluer) barely moves what a cast detector
+# reads, so those pairs would only flatten the curve. These detectors' distorted rows come
+# from the photographs among the fit photos (``photos`` of ``fit_detector``); the clean
+# rows of every image still set the plateau that clean content must reach.
+PHOTO_DISTORTIONS = frozenset({"colorcast"})
 MONOCHROME_COLORFULNESS = 0.002
 
 
@@ -135,11 +141,20 @@ def fit_detector(
     lower_better: bool,
     raw_range: tuple[float, float],
     exclude: Iterable[str] = (),
+    photos: Iterable[str] | None = None,
 ) -> Fit:
-    """The detector's logistic against the pseudo-MOS (see the module docstring)."""
+    """The detector's logistic against the pseudo-MOS (see the module docstring).
+    ``photos``: the photographs among the readings' images (None: all are), whose distorted
+    rows alone enter the fits of ``PHOTO_DISTORTIONS``."""
     skip = set(exclude) | (_monochrome(readings) if name in COLOUR_ONLY else set())
     kinds = set(TARGETS[name])
-    rows = [r for r in readings if r.photo not in skip and (r.level == 0 or r.kind in kinds)]
+    real = None if photos is None or name not in PHOTO_DISTORTIONS else set(photos)
+    rows = [
+        r
+        for r in readings
+        if r.photo not in skip
+        and (r.level == 0 or (r.kind in kinds and (real is None or r.photo in real)))
+    ]
     x = np.array([r.raw[name] for r in rows], dtype=float)
     y = np.array([pseudo_mos(r.level) for r in rows], dtype=float)
     clean = np.array([r.level == 0 for r in rows])
