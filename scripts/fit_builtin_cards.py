@@ -23,7 +23,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentiqa_cli.bench.builtin_fit import COLOUR_ONLY, TARGETS, fit_detector, read_items
+from agentiqa_cli.bench.builtin_fit import (
+    CLEAN_WEIGHT,
+    COLOUR_ONLY,
+    TARGETS,
+    fit_detector,
+    read_items,
+)
 from agentiqa_cli.bench.realset import build, load_spec
 from agentiqa_cli.bench.synth import (
     KINDS,
@@ -52,8 +58,9 @@ def source_text(
     )
     return (
         f"scripts/fit_builtin_cards.py: bench.synth on {which}: the photos bundled with "
-        f"scikit-image{extra} ({SIZE} px long side, seed {SEED}); pseudo-MOS 5 for clean, "
-        f"5 - 0.8*level for {'/'.join(kinds)} levels 1-5, clean weighted to balance; 5PL with "
+        f"scikit-image{extra} ({SIZE} px long side, seed {SEED}); pseudo-MOS 5 for clean "
+        f"(all), 5 - 0.8*level for {'/'.join(kinds)} levels 1-5 (photographs only), clean "
+        f"weighted {CLEAN_WEIGHT:g}x the distorted in total; 5PL with "
         f"b4 = 0; {n} images, RMSE {rmse:.3f}"
     )
 
@@ -84,7 +91,7 @@ def main() -> int:
 
     clean = sample_photos(args.cache / "skimage", SIZE)
     wallpapers = 0
-    photos = set(PHOTOS)  # photographs (not graphics): see builtin_fit.PHOTO_DISTORTIONS
+    photos = set(PHOTOS)  # photographs, whose distortions the curves learn (builtin_fit)
     if not args.skimage_only:
         try:
             spec = load_spec(args.fitset)

@@ -118,7 +118,9 @@ def test_findings_keep_one_per_category_worst_first(cards):
     cats = [f.category for f in found]
     assert len(cats) == len(set(cats))
     bright = next(f for f in found if f.category == "Brightness change")
-    assert bright.severity == "extreme" and "0.05" in bright.reason
+    assert (
+        SEVERITIES.index(bright.severity) >= SEVERITIES.index("severe") and "0.05" in bright.reason
+    )
     assert SEVERITIES.index(found[0].severity) >= SEVERITIES.index(found[-1].severity)
 
 
@@ -223,14 +225,17 @@ def test_vivid_saturated_image_without_cast_is_not_colour_distorted(cards):
     assert DETECTORS["saturation_clip"](_img(px)) < 0.01
 
 
-def test_colour_cast_and_clipped_chroma_are_found(cards):
-    # a strong white-balance error on a photo with neutral tones (white suit, grey sky)
+def test_clipped_chroma_is_found_and_a_cast_is_measured_without_a_finding(cards):
     photo = _photo("astronaut")
-    cast = np.clip(photo * np.array([1.0, 1.35, 2.6], np.float32), 0, 1)
-    assert _visible(findings(detect_all(_img(cast)), cards), "Color distortions")
-    # oversaturation that clips chroma and loses texture
+    # oversaturation that clips chroma and loses texture: a colour distortion
     over = distort(photo, "oversaturate", 5, np.random.default_rng(0))
     assert _visible(findings(detect_all(_img(over)), cards), "Color distortions")
+    # a strong cast of a grey scene: the cast tool reads it, but no finding is made (a cast
+    # could not be told from style on the real images: tools/severity.py)
+    grey = _photo("camera")
+    cast = np.clip(grey * np.array([1.3, 1.0, 0.6], np.float32), 0, 1)
+    assert DETECTORS["colorcast"](_img(cast)) > DETECTORS["colorcast"](_img(grey)) + 15
+    assert not _visible(findings(detect_all(_img(cast)), cards), "Color distortions")
 
 
 def test_flat_pure_colour_fills_are_not_clipped_chroma():
