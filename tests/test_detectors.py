@@ -236,6 +236,7 @@ def test_clipped_chroma_is_found_and_a_cast_is_measured_without_a_finding(cards)
     cast = np.clip(grey * np.array([1.3, 1.0, 0.6], np.float32), 0, 1)
     assert DETECTORS["colorcast"](_img(cast)) > DETECTORS["colorcast"](_img(grey)) + 15
     assert not _visible(findings(detect_all(_img(cast)), cards), "Color distortions")
+    assert findings({"colorcast": 90.0, "colorfulness": 0.0}, cards) == []
 
 
 def test_flat_pure_colour_fills_are_not_clipped_chroma():

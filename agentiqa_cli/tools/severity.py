@@ -56,10 +56,6 @@ CATEGORY: dict[str, tuple[Category, _Reason]] = {
         ),
     ),
     "contrast": ("Contrast", lambda v: f"tonal spread {v:.2f} (widest channel, 0.5th-99.5th)"),
-    "colorcast": (
-        "Color distortions",
-        lambda v: f"the most neutral tones are {v:.1f} a*b* off grey",
-    ),
     "saturation_clip": (
         "Color distortions",
         lambda v: f"{v:.1%} of the image clipped out of gamut with its texture lost",
