@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality realset
+.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
@@ -31,9 +31,11 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/python scripts/make_samples.py samples
 	@echo "--- agentiqa score: tools only (signal detectors), fused by the worst tool"
-	$(BIN)/agentiqa score samples -R --fusion min --out samples/scores.csv
+	$(BIN)/agentiqa score samples -R --out samples/scores.csv
 	@echo "--- agentiqa assess: the agent (rules backend: no VLM configured)"
 	$(BIN)/agentiqa assess samples -R --out samples/results.csv
+	@echo "--- agentiqa report: dataset issues over the results (HTML page with thumbnails)"
+	$(BIN)/agentiqa report samples/results.csv --html samples/report.html
 
 # refit the built-in detectors' and the weight-free pyiqa cards' logistics (minutes; not in CI)
 fit-cards: setup
@@ -45,8 +47,13 @@ fit-cards: setup
 realset: setup
 	$(BIN)/python scripts/realset.py
 
-quality: setup realset
+quality: setup realset dupes-check
 	$(BIN)/python scripts/quality_check.py
+
+# near-duplicate recall/precision on edited copies of real photos: the realset's unpacked
+# wallpaper packages (every picture in them, not only the realset's selection)
+dupes-check: realset
+	$(BIN)/python scripts/dupes_check.py .cache/realset/pkg/plasma-workspace-wallpapers/usr/share/wallpapers .cache/realset/pkg/gnome-backgrounds/usr/share/backgrounds
 
 lint: setup
 	$(BIN)/ruff check agentiqa_cli tests scripts
@@ -59,11 +66,17 @@ typecheck: setup
 vllm-env:
 	scripts/vllm_env.sh
 
+# Debian's Chromium for the report's browser test (Playwright drives it; it downloads no browser)
+browser:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
+
 unit: setup
 	$(BIN)/python -m pytest -q -m "not vllm_server"
 
-test: setup lint typecheck vllm-env
-	AGENTIQA_REQUIRE_VLLM=1 $(BIN)/python -m pytest -q --durations=10
+test: setup lint typecheck vllm-env browser
+	AGENTIQA_REQUIRE_VLLM=1 AGENTIQA_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q --durations=10
 
 bench: setup
 	$(BIN)/python scripts/bench.py

@@ -11,8 +11,8 @@ per-kind SRCC table and every clean image's judgement.
 
 --synthetic: the earlier check of the default no-reference score on synthetic distortions.
 
-The fused score is the plain mean of the normalized (1-5) scores of the default NR set, with
-the logistic parameters of their tool cards. On the photos bundled with scikit-image
+The fused score is the configured default fusion (min) of the normalized (1-5) scores of
+the default NR set, with the logistic parameters of their tool cards. On the photos bundled with scikit-image
 (bench.synth.PHOTOS, 512 px long side) distorted by the eight kinds of
 bench.synth.CHECK_KINDS at levels 1-5 (seed 0), it reports per kind, as eval-bench synth
 does (bench.synth_eval):
@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from agentiqa_cli.batch import Process
 from agentiqa_cli.bench.builtin_fit import TARGETS, Reading, fit_detector, read_items
 from agentiqa_cli.bench.goals import goals, judged_clean
 from agentiqa_cli.bench.methods import Item
@@ -57,6 +58,7 @@ from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.scoring import fuse_tools
 from agentiqa_cli.tools.cards import CardSet, load_cards
 from agentiqa_cli.tools.detectors import findings
 from agentiqa_cli.tools.logistic import normalize
@@ -113,9 +115,10 @@ def _pyiqa_raw(tool: str, cards: CardSet, paths: list[Path]) -> list[float]:
 def report(
     title: str, rows: list[SynthRow], norms: dict[str, list[float]], tools: list[str]
 ) -> None:
-    fused = list(np.mean([norms[t] for t in tools], axis=0))
+    fusion = Settings().fusion  # as `score` fuses by default
+    fused = [fuse_tools(list(v), fusion) for v in zip(*(norms[t] for t in tools), strict=True)]
     rep = evaluate_synth(rows, {"fused": fused, **{t: norms[t] for t in tools}})
-    print(f"\n== {title}: fused = mean of {', '.join(tools)}")
+    print(f"\n== {title}: fused = {fusion} of {', '.join(tools)}")
     print(f"{'kind':12s} {'srcc_within':>11s} {'srcc_pooled':>11s} {'rank_rate':>9s}")
     m = rep.methods[0]
     for k in m.kinds:
@@ -193,6 +196,7 @@ METHODS = {  # name -> (command, settings besides the defaults)
     "assess": ("assess", {}),
     "score": ("score", {}),
     "gate": ("score", {"fusion": "min"}),
+    "score_ref": ("score", {}),  # with each image's clean photo as --ref
 }
 
 
@@ -200,26 +204,34 @@ def _code_digest() -> str:
     h = hashlib.sha256()
     for folder, pattern in (("agentiqa_cli", "*.py"), ("tool_cards", "*.yaml"), ("prompts", "*")):
         for f in sorted((ROOT / folder).rglob(pattern)):
-            if f.is_file() and "__pycache__" not in f.parts:
+            # bench/ reduces rows (and runs them as the commands do): not what a row holds
+            if f.is_file() and "__pycache__" not in f.parts and "bench" not in f.parts:
                 h.update(f.relative_to(ROOT).as_posix().encode())
                 h.update(f.read_bytes())
     return h.hexdigest()
 
 
-async def _run_method(method: str, paths: list[Path], cache: Path, digest: str) -> list[Result]:
+async def _run_method(
+    method: str, paths: list[Path], cache: Path, digest: str, refs: list[Path] | None = None
+) -> list[Result]:
     """One method's rows on ``paths``, from the cache when code, settings and images match."""
     command, extra = METHODS[method]
     settings = Settings(device="cpu", concurrency=2, **extra)
-    blob = json.dumps([digest, method, settings.model_dump(mode="json"), [str(p) for p in paths]])
+    names = [str(p) for p in paths] + [str(p) for p in refs or []]
+    blob = json.dumps([digest, method, settings.model_dump(mode="json"), names])
     f = cache / f"{method}-{hashlib.sha256(blob.encode()).hexdigest()[:16]}.jsonl"
     if f.exists():
         return [Result.model_validate_json(line) for line in f.read_text("utf-8").splitlines()]
     t0 = time.perf_counter()
     async with Runtime(settings) as rt:
         bench = Bench(rt, TraceWriter(None))
-        items = [Item(image=p, key=str(p)) for p in paths]
-        process = await rt.agent() if command == "assess" else rt.scorer(rt.score_cards(False))
-        rows = await bench.run(method, items, process, command, refs=False)
+        rp: list[Path | None] = list(refs) if refs else [None] * len(paths)
+        items = [Item(image=p, reference=r, key=str(p)) for p, r in zip(paths, rp, strict=True)]
+        if command == "assess":
+            process: Process = await rt.agent()
+        else:
+            process = rt.scorer(rt.score_cards(has_reference=refs is not None))
+        rows = await bench.run(method, items, process, command, refs=refs is not None)
     cache.mkdir(parents=True, exist_ok=True)
     f.write_text("".join(r.model_dump_json() + "\n" for r in rows), "utf-8")
     print(f"  ran {method} on {len(paths)} images in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -265,6 +277,8 @@ def realset_main(argv: list[str]) -> int:
         f"{len(kinds)} kinds x levels 1-5 at 512 px"
     )
 
+    ref_rows = [r for r in synth if r.level in (0, 5)]
+
     async def run_all() -> dict[str, list[Result]]:
         return {
             "clean_assess": await _run_method("assess", clean_paths, cache, digest),
@@ -272,6 +286,13 @@ def realset_main(argv: list[str]) -> int:
             "synth_assess": await _run_method("assess", synth_paths, cache, digest),
             "synth_score": await _run_method("score", synth_paths, cache, digest),
             "synth_gate": await _run_method("gate", synth_paths, cache, digest),
+            "synth_ref": await _run_method(  # FR is slow: the rows its goals need
+                "score_ref",
+                [r.image for r in ref_rows],
+                cache,
+                digest,
+                [r.reference or r.image for r in ref_rows],
+            ),
         }
 
     rows = asyncio.run(run_all())
@@ -283,6 +304,7 @@ def realset_main(argv: list[str]) -> int:
         rows["synth_assess"],
         rows["synth_score"],
         rows["synth_gate"],
+        list(zip(ref_rows, rows["synth_ref"], strict=True)),
     )
     print(f"\n{'goal':42s} {'value':>8s} {'target':>8s} {'n':>6s}  met")
     for g in table:
@@ -308,7 +330,8 @@ def realset_main(argv: list[str]) -> int:
     print("\nper kind: SRCC of score against level within each photo (averaged), and clean")
     print("above level 4-5 of other photos")
     names = [m.method for m in rep.methods]
-    print(f"{'kind':13s}" + "".join(f"{n[:18]:>20s}" for n in names))
+    print(f"{'':13s}" + "".join(f"{n[:18]:>20s}" for n in names))
+    print(f"{'kind':13s}" + f"{'SRCC':>10s}{'rank':>10s}" * len(names))
     for i, k in enumerate(rep.methods[0].kinds):
         cells = [m.kinds[i] for m in rep.methods]
         print(

@@ -39,7 +39,17 @@ def test_goals_table_from_rows() -> None:
     falling = [row(5.0 - 0.8 * s.level, *(["severe"] if s.level >= 4 else [])) for s in synth]
     flat = [row(3.0) for _ in synth]
     table = {
-        g.name: g for g in goals([["bw"]], [row(4.5)], [row(4.0)], synth, falling, flat, falling)
+        g.name: g
+        for g in goals(
+            [["bw"]],
+            [row(4.5)],
+            [row(4.0)],
+            synth,
+            falling,
+            flat,
+            falling,
+            list(zip(synth, falling, strict=True)),
+        )
     }
     assert table["clean judged clean: bw"].met is True
     assert table["gate (min, 3) passes clean"].value == 1.0
@@ -48,6 +58,19 @@ def test_goals_table_from_rows() -> None:
     assert table["assess SRCC minus score's"].value == pytest.approx(1.0)  # flat score: 0
     assert table["assess clean above heavy (other photos)"].value == 1.0
     assert table["assess recall of level 4-5"].value == 1.0
+    assert table["score: level 5 below 2.5"].value == 0.0  # flat at 3
+    assert table["score --ref: level 5 below 2.5"].met is True
+    assert table["score --ref: identical pair >= 4.5"].met is True
     high = [row(4.0) for _ in synth]  # sees nothing: clean everywhere, never fails the gate
-    worse = goals([["bw"]], [row(3.0)], [row(2.0)], synth, high, falling, high)
-    assert len(worse) == 8 and not any(g.met for g in worse)
+    worse = goals(
+        [["bw"]],
+        [row(3.0)],
+        [row(2.0)],
+        synth,
+        high,
+        falling,
+        high,
+        list(zip(synth, high, strict=True)),
+    )
+    assert len(worse) == 11
+    assert [g.name for g in worse if g.met] == ["score: level 5 below 2.5"]

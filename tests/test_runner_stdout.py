@@ -36,7 +36,7 @@ def _fake_pyiqa(gates: dict[str, threading.Event], inside: threading.Barrier) ->
 def test_concurrent_builds_leave_the_main_threads_stdout_alone(
     capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gates = {"psnr": threading.Event(), "ssim": threading.Event()}
+    gates = {"fsim": threading.Event(), "vif": threading.Event()}  # built by pyiqa
     inside = threading.Barrier(3)
     monkeypatch.setitem(sys.modules, "pyiqa", _fake_pyiqa(gates, inside))
     cards = load_cards(default_cards_dir())
@@ -51,11 +51,11 @@ def test_concurrent_builds_leave_the_main_threads_stdout_alone(
     print("main 1: while both metrics are being built")
     # the first build started ends first: with a process-wide swap of sys.stdout, the second
     # build would then put back the stream it found, which was stderr
-    gates["psnr"].set()
-    threads["psnr"].join(timeout=10)
+    gates["fsim"].set()
+    threads["fsim"].join(timeout=10)
     print("main 2: after the first build")
-    gates["ssim"].set()
-    threads["ssim"].join(timeout=10)
+    gates["vif"].set()
+    threads["vif"].join(timeout=10)
     print("main 3: after both builds")
     out, err = capfd.readouterr()
     assert sys.stdout is stdout_before
@@ -67,4 +67,4 @@ def test_concurrent_builds_leave_the_main_threads_stdout_alone(
     # the two builders' lines may interleave on stderr, as any two threads' prints do
     for name in gates:
         assert f"pyiqa: loading {name}" in err and f"pyiqa: loaded {name}" in err
-    assert runner.availability(cards.get("ssim")) == (True, "ready")
+    assert runner.availability(cards.get("vif")) == (True, "ready")

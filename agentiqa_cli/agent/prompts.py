@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jinja2 import BaseLoader, Environment, StrictUndefined, TemplateError, TemplateNotFound, meta
+from jinja2 import (
+    BaseLoader,
+    Environment,
+    StrictUndefined,
+    TemplateError,
+    TemplateNotFound,
+    meta,
+    nodes,
+    sandbox,
+)
 from jinja2.exceptions import SecurityError, UndefinedError
 from jinja2.nodes import Template as TemplateAST
 from jinja2.sandbox import SandboxedEnvironment
@@ -111,6 +120,7 @@ def make_env(fragments: Sequence[Path] = ()) -> SandboxedEnvironment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        auto_reload=False,  # fragments are read once per run: no stat of each file per render
     )
     env.globals.update({k: list(v) for k, v in BUILTIN_VALUES.items()})
     env.globals["option_letters"] = OPTION_LETTERS
@@ -129,6 +139,36 @@ def _env(context: Any) -> SandboxedEnvironment:
     """The environment passed as validation context ``{"env": ...}``, else the shipped one."""
     env = context.get("env") if isinstance(context, dict) else None
     return env if isinstance(env, SandboxedEnvironment) else _shipped_env()
+
+
+# what the sandbox refuses at render time, found in the template's syntax tree at load
+_UNSAFE_NAMES = frozenset({"mro"}).union(
+    sandbox.UNSAFE_FUNCTION_ATTRIBUTES,
+    sandbox.UNSAFE_METHOD_ATTRIBUTES,
+    sandbox.UNSAFE_GENERATOR_ATTRIBUTES,
+    sandbox.UNSAFE_COROUTINE_ATTRIBUTES,
+    sandbox.UNSAFE_ASYNC_GENERATOR_ATTRIBUTES,
+)
+
+
+def _unsafe_attributes(asts: Iterable[TemplateAST]) -> list[str]:
+    """Attribute names a template reads that start with ``_`` or are Python internals
+    (``x.__class__``, ``x['__class__']``, ``x|attr('__class__')``)."""
+    found: set[str] = set()
+    for ast in asts:
+        names: list[object] = [n.attr for n in ast.find_all(nodes.Getattr)]
+        names += [
+            n.arg.value for n in ast.find_all(nodes.Getitem) if isinstance(n.arg, nodes.Const)
+        ]
+        names += [
+            n.args[0].value
+            for n in ast.find_all(nodes.Filter)
+            if n.name == "attr" and n.args and isinstance(n.args[0], nodes.Const)
+        ]
+        found |= {
+            x for x in names if isinstance(x, str) and (x.startswith("_") or x in _UNSAFE_NAMES)
+        }
+    return sorted(found)
 
 
 def _fragments_of(env: SandboxedEnvironment, ast: TemplateAST) -> dict[str, TemplateAST]:
@@ -177,6 +217,7 @@ class PromptSpec(BaseModel):
     _templates: dict[str, Any] = PrivateAttr(default_factory=dict)
     _fragments: tuple[str, ...] = PrivateAttr(())
     _fragments_sha256: str = PrivateAttr("")
+    _digest: str = PrivateAttr("")  # own hash + sha256, kept (the trace asks per request)
 
     @model_validator(mode="before")
     @classmethod
@@ -229,6 +270,12 @@ class PromptSpec(BaseModel):
         unknown = sorted(used - declared)
         if unknown:
             raise ValueError(f"template uses undeclared variables: {', '.join(unknown)}")
+        unsafe = _unsafe_attributes([ast, *fragments.values()])
+        if unsafe:
+            raise ValueError(
+                f"unsafe template: it reaches for internal attribute(s) {', '.join(unsafe)}, "
+                "which the sandbox refuses when rendering"
+            )
         return v
 
     @model_validator(mode="after")
@@ -257,8 +304,11 @@ class PromptSpec(BaseModel):
         """Hash of the file the prompt was loaded from (of its content if built in code),
         of the fragments it uses and of its output schema."""
         own = self._sha256 or hashlib.sha256(self.model_dump_json().encode()).hexdigest()
-        schema = json.dumps(self.output_schema, sort_keys=True)
-        return hashlib.sha256(f"{own}:{self._fragments_sha256}:{schema}".encode()).hexdigest()
+        if not self._digest.startswith(own):
+            schema = json.dumps(REPLY_SCHEMAS[self.name], sort_keys=True)
+            digest = hashlib.sha256(f"{own}:{self._fragments_sha256}:{schema}".encode())
+            self._digest = own + digest.hexdigest()
+        return self._digest[len(own) :]
 
     @property
     def fragments(self) -> tuple[str, ...]:
@@ -279,7 +329,7 @@ class PromptSpec(BaseModel):
     @property
     def dynamic_names(self) -> set[str]:
         """``schema_for`` arguments this schema needs (built-ins excluded)."""
-        return dynamic_names(self.output_schema)
+        return dynamic_names(REPLY_SCHEMAS[self.name])  # reads it only: no copy
 
     def schema_for(self, **values: object) -> dict[str, Any]:
         """The plain JSON Schema for this request, directives expanded."""
@@ -289,7 +339,7 @@ class PromptSpec(BaseModel):
                 f"prompt {self.name!r}: its schema needs values for {', '.join(missing)}"
             )
         try:
-            return expand_schema(self.output_schema, values)
+            return expand_schema(REPLY_SCHEMAS[self.name], values)  # builds a new schema
         except ValueError as e:
             raise ConfigError(f"prompt {self.name!r}: {e}") from None
 

@@ -14,8 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.agent.probe_records import ProbeFinalReply, ProbeTurnReply
 from agentiqa_cli.agent.schemas import reply_schema, schema_problems
+from agentiqa_cli.imperfect.records import FixReply, LocateReply
 from agentiqa_cli.records import (
     CATEGORIES,
+    EVAL_MAX_ASPECTS,
+    EVAL_N_MAX,
+    EVAL_N_MIN,
     Category,
     Decode,
     Level,
@@ -125,11 +129,6 @@ class InterpretReply(_Reply):
     sufficient: bool = True
 
 
-# how many images a round of `agentiqa evaluate` samples, and sub-aspects a query names
-EVAL_N_MIN, EVAL_N_MAX = 3, 9
-EVAL_MAX_ASPECTS = 5
-
-
 class EvalPlanReply(_Reply):
     """The evaluation planner's decision (seed 004's Plan Agent); ``thought`` first, as in
     the paper (explain, then act)."""
@@ -160,6 +159,8 @@ REPLY_MODELS: dict[str, type[BaseModel]] = {
     "probe": ProbeTurnReply,
     "probe_final": ProbeFinalReply,
     "eval_plan": EvalPlanReply,
+    "fix": FixReply,
+    "locate": LocateReply,
 }
 
 

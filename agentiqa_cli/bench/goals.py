@@ -12,7 +12,9 @@ Goals (``GOALS``): clean images judged clean per style >= 90%; the gate passes >
 clean images and fails >= 90% of level-5 distortions; ``assess``'s mean per-kind SRCC of
 score against level (per photo, averaged: ``synth_eval``'s ``srcc_within``) >= 0.95 and
 at least the default ``score``'s; clean images above level 4-5 images of other photos
->= 0.95 of pairs; level 4-5 distortions judged not clean >= 95%.
+>= 0.95 of pairs; level 4-5 distortions judged not clean >= 95%. Scores use the whole
+scale: the default ``score`` puts level-5 distortions below ``LOW`` (2.5), with and without
+``--ref``, and an image scored against itself at ``TOP`` (4.5) or more.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from agentiqa_cli.records import Result
 
 CLEAN_SCORE = 3.5
 GATE = 3.0
+LOW = 2.5
+TOP = 4.5
 
 
 @dataclass(frozen=True)
@@ -84,9 +88,12 @@ def goals(
     synth_assess: Sequence[Result],
     synth_score: Sequence[Result],
     synth_gate: Sequence[Result],
+    synth_ref: Sequence[tuple[SynthRow, Result]] = (),
 ) -> list[Goal]:
     """The goals table; every ``*_assess``/``*_score``/``*_gate`` list is aligned with its
-    images (``clean_styles`` / ``synth``)."""
+    images (``clean_styles`` / ``synth``); ``synth_ref`` pairs rows (clean and level 5 are
+    enough) with ``score --ref``'s result, each image's clean photo as the reference (a clean
+    row against itself)."""
     out = []
     by_style = clean_by_style(clean_styles, clean_assess)
     for style, (v, n) in by_style.items():
@@ -115,4 +122,14 @@ def goals(
     heavy = [r for r, s in zip(synth_assess, synth, strict=True) if s.level >= 4]
     v, n = _rate([None if (c := judged_clean(r)) is None else not c for r in heavy])
     out.append(Goal("assess recall of level 4-5", v, 0.95, n))
+    runs = [("score", list(zip(synth, synth_score, strict=True)))]
+    runs += [("score --ref", list(synth_ref))] if synth_ref else []
+    for name, pairs in runs:
+        l5 = [r for s, r in pairs if s.level == 5]
+        v, n = _rate([None if r.score is None else r.score < LOW for r in l5])
+        out.append(Goal(f"{name}: level 5 below {LOW}", v, 1.0, n))
+    if synth_ref:
+        same = [r for s, r in synth_ref if s.level == 0]
+        v, n = _rate([None if r.score is None else r.score >= TOP for r in same])
+        out.append(Goal(f"score --ref: identical pair >= {TOP}", v, 1.0, n))
     return out

@@ -22,15 +22,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.agent.planner_rules import plan_query
-from agentiqa_cli.agent.replies import (
-    EVAL_MAX_ASPECTS,
-    EVAL_N_MAX,
-    EVAL_N_MIN,
-    EvalPlanReply,
-)
+from agentiqa_cli.agent.replies import EvalPlanReply
 from agentiqa_cli.evaluate.aspects import category_aspect, overall, query_categories, resolve
 from agentiqa_cli.evaluate.records import OVERALL, Estimate, SubAspect, aspect_key
-from agentiqa_cli.records import Category
+from agentiqa_cli.records import EVAL_MAX_ASPECTS, EVAL_N_MAX, EVAL_N_MIN, Category
 from agentiqa_cli.vlm.base import RoleInput
 
 N_MIN, N_MAX, MAX_DECLARED = EVAL_N_MIN, EVAL_N_MAX, EVAL_MAX_ASPECTS

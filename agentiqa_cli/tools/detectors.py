@@ -53,20 +53,42 @@ def _cached(image: LoadedImage, key: str, make: Callable[[], Any]) -> Any:
 _BT601 = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 
 
+ROW_CHUNK = 256  # rows converted to float at a time when a plane is made from 8-bit pixels
+
+
 def _gray(image: LoadedImage) -> F32:
     """Luma (BT.601) as ``LoadedImage.gray`` defines it; a matrix product is several times
-    faster than its three scaled planes, which matters within a 50 ms budget."""
-    return _cached(image, "det:luma", lambda: image.pixels @ _BT601)
+    faster than its three scaled planes, which matters within a 50 ms budget. Made a band
+    of rows at a time from the image's 8-bit pixels, never from a whole float copy."""
+
+    def make() -> F32:
+        h, w = image.shape
+        out = np.empty((h, w), dtype=np.float32)
+        for y in range(0, h, ROW_CHUNK):
+            out[y : y + ROW_CHUNK] = image.rows(y, y + ROW_CHUNK) @ _BT601
+        return out
+
+    return _cached(image, "det:luma", make)
 
 
 def _detail(image: LoadedImage) -> F32:
     def make() -> F32:
-        g = _gray(image)
-        f = int(np.ceil(max(g.shape) / DETAIL_SIDE))
+        h, w = image.shape
+        f = int(np.ceil(max(h, w) / DETAIL_SIDE))
         if f <= 1:
-            return g
-        h, w = (g.shape[0] // f) * f, (g.shape[1] // f) * f
-        return g[:h, :w].reshape(h // f, f, w // f, f).mean(axis=(1, 3), dtype=np.float32)
+            return _gray(image)
+        h, w = (h // f) * f, (w // f) * f
+        # block means of luma, a band of whole blocks at a time: full-size luma of a large
+        # photo is never held (sharpness is the only detector that reads all of it)
+        band = max(1, ROW_CHUNK // f) * f
+        out = np.empty((h // f, w // f), dtype=np.float32)
+        for y in range(0, h, band):
+            g = image.rows(y, min(y + band, h))[:, :w] @ _BT601
+            n = g.shape[0] // f
+            out[y // f : y // f + n] = g.reshape(n, f, w // f, f).mean(
+                axis=(1, 3), dtype=np.float32
+            )
+        return out
 
     return _cached(image, "det:detail", make)
 
@@ -76,10 +98,9 @@ CROP = 512
 
 def _crops(image: LoadedImage) -> list[F32]:
     def make() -> list[F32]:
-        g = _gray(image)
-        h, w = g.shape
+        h, w = image.shape
         if h <= FULL_SIDE and w <= FULL_SIDE:
-            return [g]
+            return [_gray(image)]
         ch, cw = min(CROP, h), min(CROP, w)
         centres = [(h / 2, w / 2)] + [
             (h * fy, w * fx) for fy in (0.25, 0.75) for fx in (0.25, 0.75)
@@ -88,7 +109,9 @@ def _crops(image: LoadedImage) -> list[F32]:
         for cy, cx in centres:
             y0 = int(min(max(0.0, cy - ch / 2), h - ch)) // 8 * 8
             x0 = int(min(max(0.0, cx - cw / 2), w - cw)) // 8 * 8
-            out.append(np.ascontiguousarray(g[y0 : y0 + ch, x0 : x0 + cw]))
+            # only the crop's rows become float: a large photo's full luma is never made
+            crop = image.rows(y0, y0 + ch)[:, x0 : x0 + cw]
+            out.append(np.ascontiguousarray(crop) @ _BT601)
         return out
 
     return _cached(image, "det:crops", make)  # type: ignore[no-any-return]
@@ -98,9 +121,9 @@ def _grid(image: LoadedImage) -> F32:
     """RGB strided to at most ~SAMPLE_PIXELS pixels, kept 2-D (h × w × 3)."""
 
     def make() -> F32:
-        p = image.pixels
-        step = max(1, int(np.ceil(np.sqrt(p.shape[0] * p.shape[1] / SAMPLE_PIXELS))))
-        return p[::step, ::step]
+        h, w = image.shape
+        step = max(1, int(np.ceil(np.sqrt(h * w / SAMPLE_PIXELS))))
+        return image.strided(step)
 
     return _cached(image, "det:grid", make)
 
@@ -302,7 +325,8 @@ def _dead_fraction(c: F32) -> float:
         return 0.0
     # a column is "dead" when it barely changes while its neighbourhood does: pixelation
     # repeats each column b times, so (b - 1)/b of them are dead; flat areas are not counted
-    local = ndimage.maximum_filter1d(c, size=17, mode="nearest")
+    # the maximum over 17 neighbours (edges repeated); numpy, so the default tools need no scipy
+    local = np.lib.stride_tricks.sliding_window_view(np.pad(c, 8, mode="edge"), 17).max(axis=1)
     live = local > 2e-3
     if live.sum() < 8:
         return 0.0

@@ -66,3 +66,23 @@ def fit_logistic(
     if best is None:
         raise ValueError("logistic fit did not converge")
     return best
+
+
+def anchor_top(params: Sequence[float], raw_top: float, top: float = 5.0) -> list[float]:
+    """The same curve stretched about 1 so that ``raw_top`` maps to ``top``.
+
+    For full-reference tools ``raw_top`` is the reading of an image against an identical
+    copy (psnr 80 dB in pyiqa, ssim 1, gmsd 0): fidelity cannot be better, so it is 5.
+    Curves fitted to human scores (Table 5) or to a pseudo-MOS top out lower (psnr's
+    synthetic fit at 3.57), because even pristine references are rated below 5. The
+    logistic is affine in b1, b4 and b5, so ``1 + k (q - 1)`` is again a logistic: same
+    shape, same order, only the scale changes. Curves already reaching ``top`` are kept.
+    """
+    b1, b2, b3, b4, b5 = (float(p) for p in params)
+    q = float(logistic5(raw_top, b1, b2, b3, b4, b5))
+    if q >= top:
+        return [b1, b2, b3, b4, b5]
+    if q <= 1.0:
+        raise ValueError(f"the curve maps {raw_top} to {q:.3f}: nothing to stretch")
+    k = (top - 1.0) / (q - 1.0)
+    return [k * b1, b2, b3, k * b4, k * b5 + 1.0 - k]

@@ -18,12 +18,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from typing import Any, TextIO
 
 from agentiqa_cli.errors import ConfigError, ToolUnavailableError
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import ToolScore
 from agentiqa_cli.tools.cards import CardSet, ToolCard
+from agentiqa_cli.tools.native import NATIVE
 
 
 def resolve_device(device: str) -> str:
@@ -42,11 +44,19 @@ def resolve_device(device: str) -> str:
 class ToolRunner:
     def __init__(self, cards: CardSet, device: str = "auto"):
         self.cards = cards
-        self.device = resolve_device(device)
+        self._device = device
+        if device != "auto":
+            resolve_device(device)  # a bad --device is a usage error up front
         self._metrics: dict[str, Any] = {}
         self._unavailable: dict[str, str] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+
+    @cached_property
+    def device(self) -> str:
+        """Resolved on first use: "auto" imports torch, which a run of built-in and native
+        tools never needs."""
+        return resolve_device(self._device)
 
     # -- metric objects ---------------------------------------------------------------
     def _lock(self, name: str) -> threading.Lock:
@@ -78,6 +88,14 @@ class ToolRunner:
                 raise ConfigError(
                     f"tool card {card.name}: no builtin detector {card.metric!r}"
                 ) from None
+        native = NATIVE.get(card.metric)
+        if native is not None:  # pyiqa's values without torch (tools/native.py)
+            if native.lower_better != card.lower_better:
+                raise ConfigError(
+                    f"tool card {card.name}: lower_better={card.lower_better} but pyiqa says "
+                    f"{native.lower_better}"
+                )
+            return native.fn
         metric: Callable[..., float] = build_pyiqa_metric(card, self.device)
         return metric
 
@@ -91,6 +109,9 @@ class ToolRunner:
             fn = self.metric(card)
             if card.backend == "builtin":
                 raw = float(fn(image))
+            elif card.metric in NATIVE:
+                assert ref is not None
+                raw = float(fn(image, ref))
             else:
                 raw = self._run_pyiqa(card, fn, image, ref)
             if raw != raw:  # NaN

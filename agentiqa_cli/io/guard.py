@@ -1,0 +1,219 @@
+"""Which files a run may write, decided before any image is processed (exit 2 otherwise).
+
+- an input (image or reference) is never an output, ``--force`` or not;
+- ``--out`` and ``--trace`` are two different files;
+- an existing file is only replaced when it is one of ours (a results CSV by its header, a
+  trace by its ``run`` header line) or is empty, unless ``--force``;
+- each output can be written: not a folder, not a device or pipe, not read-only, its folder
+  exists or can be made and files can be created in it;
+- our own outputs found by a folder or a glob (``'d/*' -o d/results.csv``) are not inputs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.imaging.load import display_path
+from agentiqa_cli.io.results import BASE_COLUMNS, lock_path
+
+_SNIFF = 64 * 1024  # our headers are far shorter
+
+
+def trace_path_for(out: Path, trace: Path | None) -> Path:
+    """``--trace``, or beside the CSV: results.csv → trace.jsonl (SPEC §1), other names
+    <stem>.trace.jsonl."""
+    default = "trace.jsonl" if out.name == "results.csv" else out.stem + ".trace.jsonl"
+    return trace or out.with_name(default)
+
+
+def _first_line(path: Path) -> str | None:
+    """The file's first line (BOM stripped), "" when empty, None when it is not text."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF)
+    except OSError:
+        return None
+    line = head.split(b"\n", 1)[0].rstrip(b"\r").removeprefix(b"\xef\xbb\xbf")
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def is_results_file(path: Path) -> bool:
+    """An empty file, or a CSV whose header starts with our columns."""
+    line = _first_line(path)
+    if line is None:
+        return False
+    if line == "":
+        return path.stat().st_size == 0
+    header = next(csv.reader([line]), [])
+    return header[: len(BASE_COLUMNS)] == BASE_COLUMNS
+
+
+def is_trace_file(path: Path) -> bool:
+    """An empty file, or JSON lines starting with our ``run`` header."""
+    line = _first_line(path)
+    if line is None:
+        return False
+    if line == "":
+        return path.stat().st_size == 0
+    if line.startswith('{"step":"run"'):  # as we write it (a long header may be cut here)
+        return True
+    try:
+        first = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(first, dict) and first.get("step") == "run"
+
+
+def is_report_file(path: Path) -> bool:
+    """An empty file, or an HTML page of ``agentiqa report``."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF)
+    except OSError:
+        return False
+    return head == b"" or (
+        head.startswith(b"<!DOCTYPE html>") and b"<title>agentiqa report" in head
+    )
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _check_writable(path: Path, what: str) -> None:
+    name = f"{what} {display_path(path)}"
+    if path.is_dir():
+        raise ConfigError(f"{name}: is a folder; give a file name")
+    if path.exists():
+        st = path.stat()
+        if not path.is_file():
+            raise ConfigError(f"{name}: not a regular file (a device or a pipe)")
+        if not st.st_mode & 0o222:
+            raise ConfigError(f"{name}: the file is read-only")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ConfigError(f"{name}: {display_path(path.parent)} is not a folder") from None
+    except OSError as e:
+        raise ConfigError(
+            f"{name}: cannot create its folder {display_path(path.parent)}: {e.strerror or e}"
+        ) from None
+    try:
+        if path.exists():
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+        else:  # can a file be created there? (removed at once: nothing is left behind)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            path.unlink()
+    except OSError as e:
+        raise ConfigError(f"{name}: cannot write there: {e.strerror or e}") from None
+
+
+def check_file(
+    path: Path, what: str, ours: Callable[[Path], bool], kind: str, force: bool | None = False
+) -> None:
+    """One output: writable, and when it exists one of ours (``kind``) unless ``force``
+    (None: the command has no --force)."""
+    _check_writable(path, what)
+    if path.exists() and not force and not ours(path):
+        hint = "--force to replace it" if force is not None else "remove it or choose another"
+        raise ConfigError(
+            f"{what} {display_path(path)} exists and is not {kind}; refusing to overwrite it "
+            f"({hint})"
+        )
+
+
+def check_report_page(html: Path, csv: Path) -> None:
+    """``agentiqa report``'s page: never the CSV it reads, never a file that is not a page
+    of ours (an image listed in the CSV, say)."""
+    if _same(html, csv):
+        raise ConfigError(f"--html {display_path(html)} is the results CSV it reports on")
+    check_file(html, "--html", is_report_file, "an agentiqa report", force=None)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The files one run writes: the results CSV, its trace, and the CSV's lock."""
+
+    csv: Path
+    trace: Path
+    force: bool = False
+    report: Path | None = None  # --report's HTML page
+
+    @classmethod
+    def of(
+        cls, out: Path, trace: Path | None, force: bool = False, report: Path | None = None
+    ) -> Outputs:
+        return cls(out, trace_path_for(out, trace), force, report)
+
+    def _files(self) -> list[tuple[Path, str, Callable[[Path], bool], str]]:
+        files: list[tuple[Path, str, Callable[[Path], bool], str]] = [
+            (self.csv, "--out", is_results_file, "an agentiqa results CSV"),
+            (self.trace, "--trace", is_trace_file, "an agentiqa trace"),
+        ]
+        if self.report is not None:
+            files.append((self.report, "--report", is_report_file, "an agentiqa report"))
+        return files
+
+    def check(self) -> None:
+        """Raise ConfigError (exit 2) unless both outputs may be written."""
+        files = self._files()
+        for i, (a, what_a, _, _) in enumerate(files):
+            for b, what_b, _, _ in files[i + 1 :]:
+                if _same(a, b):
+                    raise ConfigError(
+                        f"{what_a} and {what_b} are the same file ({display_path(a)}); "
+                        "give each its own name"
+                    )
+        for path, what, ours, kind in files:
+            check_file(path, what, ours, kind, self.force)
+
+    def screen(self, jobs: Sequence[Job]) -> list[Job]:
+        """The jobs without our own outputs; an input that would be overwritten is an error.
+        Files are compared by identity (device, inode): links and other spellings count."""
+        own: dict[tuple[int, int], bool] = {}  # the outputs that exist → is it one of ours
+        for path, _, ours, _ in self._files():
+            if (ident := _identity(path)) is not None:
+                own[ident] = ours(path)
+        if (ident := _identity(lock_path(self.csv))) is not None:
+            own[ident] = True
+        if not own:
+            return list(jobs)
+        kept = []
+        for job in jobs:
+            if own.get(_identity(job.image) or (-1, -1)):
+                continue  # one of ours, found by a folder or a glob
+            for p in (job.image, job.reference):
+                if p is not None and _identity(p) in own:
+                    raise ConfigError(
+                        f"{display_path(p)} is an input and an output of this run; "
+                        "refusing to overwrite an input (choose another output name)"
+                    )
+            kept.append(job)
+        return kept
+
+    def screened(self, jobs: Sequence[Job]) -> list[Job]:
+        """``screen`` then ``check``: the jobs to run, once the outputs are known to be safe."""
+        kept = self.screen(jobs)
+        self.check()
+        return kept

@@ -1,0 +1,22 @@
+"""The report as one self-contained HTML page: thumbnails as data URIs, everything escaped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from agentiqa_cli.report.build import Report
+
+_TEMPLATES = Path(__file__).resolve().parent
+MAX_SETS = 100  # duplicate sets drawn per kind: keeps a huge collection's page loadable
+
+
+def render_html(report: Report, max_sets: int = MAX_SETS) -> str:
+    # autoescape on: file names, error texts and CSV cells are hostile input
+    env = Environment(
+        loader=FileSystemLoader(_TEMPLATES),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+    )
+    return env.get_template("report.html.j2").render(report=report, max_sets=max_sets)
