@@ -114,7 +114,7 @@ def _crops(image: LoadedImage) -> list[F32]:
             out.append(np.ascontiguousarray(crop) @ _BT601)
         return out
 
-    return _cached(image, "det:crops", make)  # type: ignore[no-any-return]
+    return _cached(image, "det:crops", make)
 
 
 def _grid(image: LoadedImage) -> F32:
@@ -295,7 +295,7 @@ def _column_energy(image: LoadedImage, axis: int) -> list[F32]:
             for g in _crops(image)
         ]
 
-    return _cached(image, f"det:steps{axis}", make)  # type: ignore[no-any-return]
+    return _cached(image, f"det:steps{axis}", make)
 
 
 def _grid_ratio(c: F32, period: int = 8) -> float:
