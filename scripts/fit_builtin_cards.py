@@ -1,7 +1,9 @@
 """Regenerate the logistic parameters of the built-in detectors' tool cards.
 
 Procedure (deterministic; see agentiqa_cli/bench/builtin_fit.py for the pseudo-MOS):
-  1. write the photos bundled with scikit-image (bench.synth.PHOTOS) at 512 px on the long side;
+  1. the fit set: the photos bundled with scikit-image (bench.synth.PHOTOS) and the clean
+     Debian wallpapers of scripts/fitset.yaml (photos and graphics, none of them in the
+     realset, which stays held out for `make quality`), all at 512 px on the long side;
   2. distort each with every kind of bench.synth at levels 1-5, seed 0;
   3. read every built-in detector on every image;
   4. per detector, fit the logistic of tools.logistic with its linear term fixed at 0 (a
@@ -9,58 +11,111 @@ Procedure (deterministic; see agentiqa_cli/bench/builtin_fit.py for the pseudo-M
      (clean) or 5 - 0.8 * level (the kinds it targets), and write the parameters into
      tool_cards/<name>.yaml with that procedure as logistic.source.
 
-    python scripts/fit_builtin_cards.py [--cards tool_cards] [--work DIR] [--dry-run]
+    python scripts/fit_builtin_cards.py [--cards tool_cards] [--fitset scripts/fitset.yaml]
+                                        [--cache .cache/fitset] [--skimage-only] [--dry-run]
+
+The fit set's downloads, working copies and distorted images are cached in --cache.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
-from agentiqa_cli.bench.builtin_fit import COLOUR_ONLY, TARGETS, fit_detector, read_items
-from agentiqa_cli.bench.synth import KINDS, PHOTOS, generate, sample_photos
+from agentiqa_cli.bench.builtin_fit import (
+    CLEAN_WEIGHT,
+    COLOUR_ONLY,
+    TARGETS,
+    fit_detector,
+    read_items,
+)
+from agentiqa_cli.bench.realset import build, load_spec
+from agentiqa_cli.bench.synth import (
+    KINDS,
+    PHOTOS,
+    SynthItem,
+    generate,
+    read_manifest,
+    sample_photos,
+)
+from agentiqa_cli.errors import AgentIQAError
 from agentiqa_cli.tools.cards import Logistic, load_card, write_card_logistic
 
+ROOT = Path(__file__).resolve().parent.parent
 SIZE = 512
 SEED = 0
 
 
-def source_text(kinds: tuple[str, ...], n: int, photos: int, rmse: float, colour: bool) -> str:
-    which = f"{photos} colour photos" if colour else f"{photos} photos"
-    return (
-        f"scripts/fit_builtin_cards.py: bench.synth on the {which} bundled with scikit-image "
-        f"({SIZE} px long side, seed {SEED}); pseudo-MOS 5 for clean, 5 - 0.8*level for "
-        f"{'/'.join(kinds)} levels 1-5, clean weighted to balance; 5PL with b4 = 0; {n} images, RMSE {rmse:.3f}"
+def source_text(
+    kinds: tuple[str, ...], n: int, photos: int, rmse: float, colour: bool, wallpapers: int
+) -> str:
+    which = f"{photos} colour images" if colour else f"{photos} images"
+    extra = (
+        f" and {wallpapers} Debian wallpapers of scripts/fitset.yaml (none in the realset)"
+        if wallpapers
+        else ""
     )
+    return (
+        f"scripts/fit_builtin_cards.py: bench.synth on {which}: the photos bundled with "
+        f"scikit-image{extra} ({SIZE} px long side, seed {SEED}); pseudo-MOS 5 for clean "
+        f"(all), 5 - 0.8*level for {'/'.join(kinds)} levels 1-5 (photographs only), clean "
+        f"weighted {CLEAN_WEIGHT:g}x the distorted in total; 5PL with "
+        f"b4 = 0; {n} images, RMSE {rmse:.3f}"
+    )
+
+
+def synth_items(clean: list[Path], work: Path) -> list[SynthItem]:
+    """The distorted set of ``clean`` in ``work``, generated once and reused."""
+    manifest = work / "manifest.csv"
+    kinds = sorted(KINDS)
+    if manifest.exists():
+        items = read_manifest(manifest)
+        have = {(it.clean.name, it.kind, it.level) for it in items if it.path.exists()}
+        need = {(c.name, k, lv) for c in clean for k in kinds for lv in range(1, 6)}
+        if need <= have and {it.clean.name for it in items} == {c.name for c in clean}:
+            return items
+    return generate(clean, work, kinds, range(1, 6), SEED)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--cards", type=Path, default=Path("tool_cards"))
-    ap.add_argument("--work", type=Path, default=None, help="keep the synthetic images here")
+    ap.add_argument("--cards", type=Path, default=ROOT / "tool_cards")
+    ap.add_argument("--fitset", type=Path, default=ROOT / "scripts" / "fitset.yaml")
+    ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "fitset")
+    ap.add_argument("--skimage-only", action="store_true", help="the scikit-image photos only")
     ap.add_argument("--dry-run", action="store_true", help="print the fits, write nothing")
     args = ap.parse_args()
 
-    with tempfile.TemporaryDirectory() as tmp:
-        work = args.work or Path(tmp)
-        clean = sample_photos(work / "clean", SIZE)
-        items = generate(clean, work / "synth", sorted(KINDS), range(1, 6), SEED)
-        readings = read_items(items)
+    clean = sample_photos(args.cache / "skimage", SIZE)
+    wallpapers = 0
+    photos = set(PHOTOS)  # photographs, whose distortions the curves learn (builtin_fit)
+    if not args.skimage_only:
+        try:
+            spec = load_spec(args.fitset)
+            records = build(spec, args.cache)
+        except AgentIQAError as e:
+            print(f"fit set: {e}", file=sys.stderr)
+            return e.exit_code
+        clean += [args.cache / r.file for r in records]
+        photos |= {r.name for r in records if r.kind == "photo"}
+        wallpapers = len(records)
+    work = args.cache / ("synth-skimage" if args.skimage_only else "synth")
+    items = synth_items(clean, work)
+    readings = read_items(items)
     for name, kinds in TARGETS.items():
         path = args.cards / f"{name}.yaml"
         card = load_card(path)
-        fit = fit_detector(name, readings, card.lower_better, card.raw_range)
-        source = source_text(kinds, fit.n, fit.photos, fit.rmse, name in COLOUR_ONLY)
+        fit = fit_detector(name, readings, card.lower_better, card.raw_range, photos=photos)
+        source = source_text(kinds, fit.n, fit.photos, fit.rmse, name in COLOUR_ONLY, wallpapers)
         print(
-            f"{name:16s} rmse {fit.rmse:.3f}  n {fit.n:3d}  params {[round(p, 4) for p in fit.params]}"
+            f"{name:16s} rmse {fit.rmse:.3f}  n {fit.n:4d}  params {[round(p, 4) for p in fit.params]}"
         )
         if not args.dry_run:
             write_card_logistic(path, Logistic(params=fit.params, source=source))
-    print(f"{len(PHOTOS)} photos, {len(items)} images")
+    print(f"{len(PHOTOS)} scikit-image photos + {wallpapers} wallpapers, {len(items)} images")
     return 0
 
 

@@ -31,8 +31,8 @@ def test_fuse_edge_cases() -> None:
     p = [0.0, 0.0, 0.0, 1.0, 0.0]
     assert fuse(None, p) == pytest.approx(4.0)  # no tools: Σ p c
     assert fuse(None, None) == pytest.approx(3.0)  # uniform p
-    low, high = fuse(1.2, None), fuse(4.8, None)
-    assert 1.0 <= low < 2.0 and 4.0 < high <= 5.0
+    # no level probabilities: the score is the tools' q̄ itself, never pulled to the middle
+    assert fuse(1.2, None) == pytest.approx(1.2) and fuse(4.8, None) == pytest.approx(4.8)
     # stays on the 1-5 scale whatever the inputs
     for q in (1.0, 2.2, 3.7, 5.0):
         for pp in ([1, 0, 0, 0, 0], [0, 0, 0, 0, 1], [0.2] * 5):
@@ -63,3 +63,35 @@ def test_level_logprobs_at_json_position() -> None:
     choice = VLMReply(text="poor", tokens=["po", "or"], top_logprobs=[{"po": -0.1, "b": -2.0}, {}])
     assert set(level_logprobs(choice) or {}) == {"poor", "bad"}
     assert level_logprobs(VLMReply(text="good")) is None
+
+
+def test_visible_findings_cap_the_score_and_weak_ones_do_not() -> None:
+    from agentiqa_cli.agent.fusion import capped
+    from agentiqa_cli.records import Finding, ToolScore
+
+    evidence = [
+        ToolScore(tool="sharpness", raw=0.3, norm=2.2),
+        ToolScore(tool="noise", raw=0.001, norm=4.9),
+    ]
+    severe_blur = Finding(category="Blurs", severity="severe", reason="r")
+    # severe blur: the score is what the blur detector says, not the mean's "good"
+    assert capped(4.4, [severe_blur], evidence) == pytest.approx(2.2)
+    # nothing moderate or worse: the score rests on the tools' evidence alone
+    slight = Finding(category="Noise", severity="slight", reason="r")
+    assert capped(4.4, [slight], evidence) == pytest.approx(4.4)
+    # a model's finding without a detector reading caps at the top of its severity band
+    vlm = Finding(category="Contrast", severity="moderate", reason="r")
+    assert capped(4.4, [vlm], evidence) == pytest.approx(3.8)
+    # the cap never lifts a score
+    assert capped(1.5, [severe_blur], evidence) == pytest.approx(1.5)
+
+
+def test_cap_stays_within_the_severity_band() -> None:
+    from agentiqa_cli.records import Finding
+    from agentiqa_cli.tools.severity import band, cap_for
+
+    assert band("moderate") == (3.0, 3.8) and band("extreme") == (1.0, 1.4)
+    f = Finding(category="Blurs", severity="moderate", reason="r")
+    # the detector read "severe" but the finding says moderate: the band wins, words agree
+    assert cap_for(f, {"sharpness": 2.0}) == pytest.approx(3.0)
+    assert cap_for(f, {"sharpness": 3.4}) == pytest.approx(3.4)

@@ -118,10 +118,17 @@ def test_yes_no_question_gets_a_yes_no_answer_with_the_measurement(
         assert "sigma" in answer  # the measurement it rests on
 
 
-def test_agent_ranks_images_as_score_does(tmp_path: Path, photo: np.ndarray) -> None:
-    """Without a VLM (uniform p) the agent's score is a monotone function of what `score`
-    reports for the image (its default set, fused the same way), whatever it detects: the
-    agent never reorders what its tools measured."""
+def test_agent_rests_on_its_tools_and_caps_only_by_visible_findings(
+    tmp_path: Path, photo: np.ndarray
+) -> None:
+    """Without a VLM (no level probabilities) the agent's score is what `score` reports for
+    the image (its default set, fused the same way) when nothing moderate or worse was
+    found, and that score capped by the detector of each visible finding otherwise (so a
+    "severe blur" is never scored "good"); within each distortion series it follows the
+    level at least as well as `score` does."""
+    from scipy.stats import spearmanr
+
+    from agentiqa_cli.agent.fusion import capped
     from agentiqa_cli.resources import default_cards_dir
     from agentiqa_cli.scoring import fuse_tools
     from agentiqa_cli.tools.cards import load_cards
@@ -130,18 +137,24 @@ def test_agent_ranks_images_as_score_does(tmp_path: Path, photo: np.ndarray) -> 
 
     rng = np.random.default_rng(0)
     arrays = {"clean": photo}
-    for kind in ("blur", "noise", "jpeg", "darken", "contrast"):
+    kinds = ("blur", "noise", "jpeg", "darken", "contrast")
+    for kind in kinds:
         for lv in (1, 3, 5):
             arrays[f"{kind}{lv}"] = distort(photo, kind, lv, rng)
     res = assess(tmp_path, arrays)
-    pairs_ = []
-    for r in res.values():
+    plain: dict[str, float] = {}
+    for name, r in res.items():
         by_tool = {t.tool: t.norm for t in r.tools if t.ok}  # type: ignore[attr-defined]
-        score_value = fuse_tools([by_tool[n] for n in default_nr], Settings().fusion)
-        pairs_.append((score_value, r.score))  # type: ignore[attr-defined]
-    pairs_.sort()
-    agent_scores = [s for _, s in pairs_]
-    assert agent_scores == sorted(agent_scores), pairs_
+        plain[name] = fuse_tools([by_tool[n] for n in default_nr], Settings().fusion)
+        visible = [f for f in r.distortions if f.severity in ("moderate", "severe", "extreme")]  # type: ignore[attr-defined]
+        if not visible:
+            assert r.score == pytest.approx(plain[name])  # type: ignore[attr-defined]
+        assert r.score == pytest.approx(capped(plain[name], visible, r.tools))  # type: ignore[attr-defined]
+    for kind in kinds:
+        names = ["clean", f"{kind}1", f"{kind}3", f"{kind}5"]
+        agent = spearmanr([0, 1, 3, 5], [res[n].score for n in names])[0]  # type: ignore[attr-defined]
+        tools = spearmanr([0, 1, 3, 5], [plain[n] for n in names])[0]
+        assert -agent >= -tools - 1e-9, (kind, agent, tools)
 
 
 @pytest.mark.parametrize("fusion", ["mean", "min"])

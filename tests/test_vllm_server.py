@@ -381,4 +381,6 @@ def test_assess_end_to_end_against_the_server(
         norms = [float(x.split("=")[1]) for x in str(row["tools"]).split(";") if "=" in x]
         qbar = fuse_tools(norms, f["parsed"]["fusion"])
         assert f["parsed"]["qbar"] == pytest.approx(qbar, abs=2e-3)
-        assert row["score"] == pytest.approx(fuse(qbar, p), abs=2e-3)
+        assert f["parsed"]["fused"] == pytest.approx(fuse(qbar, p), abs=2e-3)
+        # visible findings may only lower it (words and numbers agree)
+        assert row["score"] <= f["parsed"]["fused"] + 2e-3

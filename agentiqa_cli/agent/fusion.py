@@ -5,11 +5,17 @@ to one, so their product sums to less); we normalise by ``Σ_c α_c p_c``, which
 paper's weighting and yields a proper expectation over levels. The paper's q̄ is the mean of
 the tools' scores; here it is the tools' joint score as ``score`` fuses them
 (``scoring.fuse_tools``: the mean reproduces the paper). No tool scores → the VLM's
-expectation ``Σ p_c c``; no log-probabilities → uniform ``p``. Never a random score.
+expectation ``Σ p_c c``. Never a random score.
+
+The agent is never below its tools: without log-probabilities (the rules backend, or a
+server that returns none) the level probabilities carry no information, and Eq. 4 with a
+uniform ``p`` would only pull q̄ towards the middle of the scale; the score is then q̄
+itself, exactly what ``score`` reports for the same tools. Findings of moderate or worse
+cap the score (``capped``) so that a "severe blur" is never called "good".
 
 Non-finite log-probabilities (NaN, ±inf from a broken server) are missing values, never
-numbers: a level position holding one gives no ``p`` at all (uniform), so the score is the
-tools' own, inside 1–5, and never a confident "bad" made of NaN.
+numbers: a level position holding one gives no ``p`` at all, so the score is the tools'
+own, inside 1–5, and never a confident "bad" made of NaN.
 """
 
 from __future__ import annotations
@@ -17,8 +23,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from agentiqa_cli.records import LEVELS
+from agentiqa_cli.records import LEVELS, Finding, ToolScore
+from agentiqa_cli.tools.severity import cap_for
 from agentiqa_cli.vlm.base import VLMReply
+
+# a finding this bad or worse is a visible distortion: it caps the score
+VISIBLE = ("moderate", "severe", "extreme")
 
 # probability given to a level missing from the top log-probabilities: below anything listed
 LEVEL_FLOOR = 1e-6
@@ -33,9 +43,12 @@ def gaussian_weights(qbar: float, eta: float = 1.0) -> list[float]:
 
 def fuse(qbar: float | None, p: Sequence[float] | None, eta: float = 1.0) -> float:
     """Final 1–5 score from the tools' joint score ``qbar`` (Eq. 4's q̄; None when no tool
-    ran) and the five level probabilities (ordered bad … excellent)."""
+    ran) and the five level probabilities (ordered bad … excellent); q̄ itself when there
+    are no probabilities."""
     if qbar is not None and not math.isfinite(qbar):
         raise ValueError(f"the tools' joint score must be finite, got {qbar}")
+    if p is None and qbar is not None:
+        return _clip(qbar)
     probs = list(p) if p is not None else [0.2] * 5
     if len(probs) != 5:
         raise ValueError("need five level probabilities")
@@ -49,6 +62,16 @@ def fuse(qbar: float | None, p: Sequence[float] | None, eta: float = 1.0) -> flo
     if den <= 0.0:  # p puts no mass where the tools are: fall back to the tools alone
         return _clip(sum(a * c for a, c in zip(alpha, range(1, 6), strict=True)))
     return _clip(num / den)
+
+
+def capped(score: float, findings: Sequence[Finding], evidence: Sequence[ToolScore]) -> float:
+    """``score`` lowered, if need be, to the cap of every visible finding (moderate or
+    worse; ``tools.severity.cap_for``): the score of the detector that measured the
+    distortion, within the severity's band. Findings of "none" or "slight" change nothing:
+    the score then rests on the tools' evidence alone."""
+    norms = {s.tool: s.norm for s in evidence if s.ok and s.norm is not None}
+    caps = [cap_for(f, norms) for f in findings if f.severity in VISIBLE]
+    return min([score, *caps])
 
 
 def _clip(q: float) -> float:

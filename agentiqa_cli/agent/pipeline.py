@@ -20,7 +20,7 @@ from pydantic import JsonValue
 
 from agentiqa_cli.agent.advice import Advice, ToolAdvisor
 from agentiqa_cli.agent.crops import crop_sha256, cut
-from agentiqa_cli.agent.fusion import fuse, level_logprobs, nonfinite_note, softmax_levels
+from agentiqa_cli.agent.fusion import capped, fuse, level_logprobs, nonfinite_note, softmax_levels
 from agentiqa_cli.agent.inputs import (
     AnalyzeInput,
     DetectInput,
@@ -257,7 +257,11 @@ class Agent:
         qbar = fuse_tools(norms, self.opt.fusion) if norms else None
         p = softmax_levels(reply_lp) if reply_lp else None
         # a score needs evidence: tool scores, or the VLM's level probabilities
-        score = fuse(qbar, p) if (qbar is not None or p) else None
+        fused = fuse(qbar, p) if (qbar is not None or p) else None
+        # words and numbers agree: a visible finding caps the score (the probe's local
+        # findings have their own penalty below)
+        found = [f for f in findings if f not in local]
+        score = capped(fused, found, evidence) if fused is not None else None
         penalty = probe.penalty if probe is not None else 0.0
         if score is not None and penalty:  # Q-Probe: clip(base - Σ penalties, 1, 5)
             score = min(5.0, max(1.0, score - penalty))
@@ -276,6 +280,7 @@ class Agent:
             {
                 "p": list(p) if p is not None else None,
                 "qbar": qbar,
+                "fused": fused,  # Eq. 4 (q̄ itself without log-probabilities), before the cap
                 "fusion": self.opt.fusion,
                 "probe_penalty": penalty if probe is not None else None,
                 "reasoning": summary.reasoning,

@@ -35,7 +35,7 @@ ArtefactType = Literal[
 
 # Category of each artefact type, for merging probe findings into a result's distortions.
 ARTEFACT_CATEGORY: dict[str, Category] = {
-    "mosaic": "Sharpness",  # the pixelation detector's card files mosaic under Sharpness
+    "mosaic": "Compression",  # as the pixelation detector's card and the planner file it
     "jpeg": "Compression",
     "posterize": "Color distortions",
     "scanlines": "Compression",

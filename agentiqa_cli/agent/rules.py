@@ -13,6 +13,7 @@ import time
 
 from pydantic import BaseModel
 
+from agentiqa_cli.agent.fusion import capped
 from agentiqa_cli.agent.inputs import (
     AnalyzeInput,
     DetectInput,
@@ -192,8 +193,11 @@ class RulesVLM:
                 level="fair", answer="", reasoning="no tool scores yet", sufficient=False
             )
         norms = fusable(scores) or [s.norm for s in scores if s.norm is not None]
-        qbar = fuse_tools(norms, inputs.fusion)  # the level the fused score will say
-        level = level_of(qbar)
+        qbar = fuse_tools(norms, inputs.fusion)
+        # the level the final score will say: q̄ (no level probabilities here), capped by
+        # the visible findings as the agent caps it
+        final = capped(qbar, inputs.findings, inputs.evidence)
+        level = level_of(final)
         visible = sorted(
             (f for f in inputs.findings if f.severity != "none"),
             key=lambda f: -_SEVERITY_RANK[f.severity],
@@ -209,7 +213,8 @@ class RulesVLM:
         asked = yes_no_answer(inputs.query, inputs.plan, inputs.findings)
         answer = asked or answer
         tools = ", ".join(f"{s.tool} {s.norm:.2f}" for s in scores[:4] if s.norm is not None)
-        reasoning = f"{why} Tool scores (1-5): {tools}; {inputs.fusion} {qbar:.2f}."
+        cap = f", capped at {final:.2f} by the findings" if final < qbar else ""
+        reasoning = f"{why} Tool scores (1-5): {tools}; {inputs.fusion} {qbar:.2f}{cap}."
         return ScoreReply(
             level=level, answer=answer[:300], reasoning=reasoning[:500], sufficient=True
         )

@@ -6,8 +6,9 @@ distorted at level L (1..5) by a kind the detector is built for is ``5 - 0.8 L``
 → 1). Only the clean photos and the detector's own kinds enter its fit: what a detector
 reads on other kinds (noise makes the sharpness detector read *sharper*) is not a
 statement about its own attribute, and fusion relies on the clean plateau at 5 absorbing it.
-The clean photos weigh as much in total as the distorted ones, so that the curve puts
-undistorted photos of every content on that plateau.
+The clean images weigh four times as much in total as the distorted ones
+(``CLEAN_WEIGHT``), so that the curve puts undistorted images of every content and style
+on that plateau.
 
 The curve is the 5-parameter logistic of ``tools.logistic`` with its linear term fixed at
 0 (b4 = 0): a monotone sigmoid from the clean plateau to the worst one. With b4 unsigned,
@@ -45,7 +46,20 @@ TARGETS: dict[str, tuple[str, ...]] = {
 
 # colour detectors cannot judge black-and-white photos: those are left out of their fits
 COLOUR_ONLY = frozenset({"colorfulness", "colorcast", "saturation_clip"})
+# The distortion response is learned on photographs, the clean plateau on every image. The
+# synthetic levels are defined for photos: blurring a flat graphic, brightening a dark
+# gradient or pushing a cast onto a single-hue design barely moves a reading, and such
+# pairs would only flatten the curve (a bottom plateau far above 1, readings of level 5
+# tied with level 2). Graphics still enter as clean images: content a detector must read
+# as clean. ``fit_detector``'s ``photos`` names the photographs.
 MONOCHROME_COLORFULNESS = 0.002
+
+
+# total weight of the clean images relative to the distorted ones in a fit: 4 keeps every
+# style of the clean fit images on the plateau (1 let the curves cross into "moderate" for
+# shallow depth of field, low-key and vivid images) while the level response keeps its
+# slope (measured on the realset: scripts/quality_check.py)
+CLEAN_WEIGHT = 4.0
 
 
 def pseudo_mos(level: int) -> float:
@@ -135,17 +149,26 @@ def fit_detector(
     lower_better: bool,
     raw_range: tuple[float, float],
     exclude: Iterable[str] = (),
+    photos: Iterable[str] | None = None,
 ) -> Fit:
-    """The detector's logistic against the pseudo-MOS (see the module docstring)."""
+    """The detector's logistic against the pseudo-MOS (see the module docstring).
+    ``photos``: the photographs among the readings' images (None: all are), whose distorted
+    rows alone enter the fit; every clean row does."""
     skip = set(exclude) | (_monochrome(readings) if name in COLOUR_ONLY else set())
     kinds = set(TARGETS[name])
-    rows = [r for r in readings if r.photo not in skip and (r.level == 0 or r.kind in kinds)]
+    real = None if photos is None else set(photos)
+    rows = [
+        r
+        for r in readings
+        if r.photo not in skip
+        and (r.level == 0 or (r.kind in kinds and (real is None or r.photo in real)))
+    ]
     x = np.array([r.raw[name] for r in rows], dtype=float)
     y = np.array([pseudo_mos(r.level) for r in rows], dtype=float)
     clean = np.array([r.level == 0 for r in rows])
-    # clean and distorted images weigh the same in total, so "a clean photo reads clean"
-    # is not outvoted five (or ten) to one by the distorted levels
-    w = np.where(clean, (~clean).sum() / max(1, clean.sum()), 1.0)
+    # clean images weigh CLEAN_WEIGHT times the distorted ones in total, so "clean content
+    # reads clean" is not outvoted five (or ten) to one by the distorted levels
+    w = np.where(clean, CLEAN_WEIGHT * (~clean).sum() / max(1, clean.sum()), 1.0)
     params, rmse = fit_sigmoid(x, y, not lower_better, w)
     grid = np.linspace(raw_range[0], raw_range[1], 2048)
     step = np.diff(logistic5(grid, *params))

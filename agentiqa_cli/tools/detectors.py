@@ -8,9 +8,11 @@ Working planes, computed once per image and cached on it:
 - ``_detail``: luma at most 1024 px on the long side (area-averaged by an integer factor)
   for sharpness; at that scale pixel-level softness of large camera files does not count
   as blur, which matches how the image is viewed.
-- ``_full``: full-resolution luma, centre crop of at most 1024×1024 whose offset is a
-  multiple of 8 (so JPEG's block grid stays aligned), for noise, blockiness and
-  pixelation, which downscaling would erase.
+- ``_crops``: full-resolution luma for noise, blockiness and pixelation, which downscaling
+  would erase: the whole image when it fits in 1024×1024, else five 512×512 crops (the
+  centre and the middles of the four quadrants), so a defect anywhere in a large frame is
+  read, not only in its centre; crop offsets are multiples of 8, so JPEG's block grid stays
+  aligned.
 - ``_grid`` / ``_sample``: RGB strided to at most ~64k pixels (2-D / flattened) for
   histogram statistics (exposure, contrast, colour); percentiles do not need every pixel.
 """
@@ -22,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import ndimage
 
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import Finding
@@ -90,15 +93,28 @@ def _detail(image: LoadedImage) -> F32:
     return _cached(image, "det:detail", make)
 
 
-def _full(image: LoadedImage) -> F32:
-    def make() -> F32:
-        h, w = image.shape
-        y0 = max(0, (h - FULL_SIDE) // 2) // 8 * 8
-        x0 = max(0, (w - FULL_SIDE) // 2) // 8 * 8
-        crop = image.rows(y0, y0 + FULL_SIDE)[:, x0 : x0 + FULL_SIDE]
-        return np.ascontiguousarray(crop) @ _BT601
+CROP = 512
 
-    return _cached(image, "det:full", make)
+
+def _crops(image: LoadedImage) -> list[F32]:
+    def make() -> list[F32]:
+        h, w = image.shape
+        if h <= FULL_SIDE and w <= FULL_SIDE:
+            return [_gray(image)]
+        ch, cw = min(CROP, h), min(CROP, w)
+        centres = [(h / 2, w / 2)] + [
+            (h * fy, w * fx) for fy in (0.25, 0.75) for fx in (0.25, 0.75)
+        ]
+        out = []
+        for cy, cx in centres:
+            y0 = int(min(max(0.0, cy - ch / 2), h - ch)) // 8 * 8
+            x0 = int(min(max(0.0, cx - cw / 2), w - cw)) // 8 * 8
+            # only the crop's rows become float: a large photo's full luma is never made
+            crop = image.rows(y0, y0 + ch)[:, x0 : x0 + cw]
+            out.append(np.ascontiguousarray(crop) @ _BT601)
+        return out
+
+    return _cached(image, "det:crops", make)
 
 
 def _grid(image: LoadedImage) -> F32:
@@ -190,15 +206,27 @@ def blur_effect_tiles(tiles: F32, h_size: int = 11) -> tuple[F32, F32]:
     return energy, lost
 
 
-def sharpness(image: LoadedImage) -> float:
-    """1 - Crété-Roffet blur effect of the most structured quarter of the image (higher is
-    sharper; about 0.6-0.8 for sharp photos, below 0.3 for heavy blur).
+# a direction of a tile carries focus information only when its mean neighbour step is at
+# least one 8-bit code value: smooth gradients (a full-range ramp over a few hundred pixels)
+# and flat fills stay below, while an edge of 0.3 contrast even blurred over a whole 32 px
+# tile averages about 2.4 codes
+STRUCTURE_FLOOR = 1.0 / 255
+SHARPEST_SHARE = 0.1  # the sharpest tenth of the structured tiles stands for the subject
 
-    Only the 32×32 tiles with the most gradient energy are measured: an in-focus subject
-    carries the image's strongest edges, so a sharp subject in front of a soft (bokeh)
-    background reads as sharp, and flat tiles (sky, walls) say nothing about focus anyway.
-    The blur is the worst of four directions, which catches motion blur along any of them.
-    Measuring only those tiles also keeps it fast.
+
+def sharpness(image: LoadedImage) -> float:
+    """1 - Crété-Roffet blur effect of the sharpest region of the image (higher is sharper;
+    about 0.6-0.9 for sharp photos, below 0.3 for heavy blur).
+
+    The 32×32 tiles with the most gradient energy (a quarter of them) are measured, each in
+    four directions, and the image reads as sharp as its sharpest tenth of those tiles: the
+    subject is what focus is judged on, so a sharp subject in front of a soft (bokeh)
+    background, or a small crisp object in a mostly defocused frame, reads sharp. A tile's
+    sharpness is its worst direction, which catches motion blur along any of them; a
+    direction without structure (steps below ``STRUCTURE_FLOOR``: a smooth gradient, the
+    length of a stripe) says nothing and is skipped, so smooth graphics with crisp edges are
+    judged on their edges. An image without any structure (a flat fill, a pure gradient) has
+    nothing blur could have removed and reads 1.
     """
     g = _detail(image)
     m, t = 6, TILE  # m: context around a tile for the 11-sample re-blur
@@ -215,10 +243,14 @@ def sharpness(image: LoadedImage) -> float:
     windows = np.lib.stride_tricks.sliding_window_view(g, (t + 2 * m, t + 2 * m))[::t, ::t]
     tiles = windows[pick // nx, pick % nx]
     energy, lost = blur_effect_tiles(np.ascontiguousarray(tiles, dtype=np.float32))
-    e = energy.sum(axis=1)
-    if float(e.min()) <= 1e-6:
-        return 0.0
-    return float(np.min(lost.sum(axis=1) / e))
+    steps = energy / np.float32(t * t)  # ~ mean |neighbour step| per direction and tile
+    valid = steps >= STRUCTURE_FLOOR
+    ratio = np.where(valid, lost / np.maximum(energy, 1e-12), np.inf).min(axis=0)
+    ratio = ratio[np.isfinite(ratio)]
+    if ratio.size == 0:
+        return 1.0
+    k = max(1, int(np.ceil(SHARPEST_SHARE * ratio.size)))
+    return float(np.sort(ratio)[::-1][:k].mean())
 
 
 # -- noise ---------------------------------------------------------------------------------
@@ -234,17 +266,18 @@ def noise(image: LoadedImage) -> float:
     or white are skipped since clipping removes the noise there. (``skimage.restoration.
     estimate_sigma`` needs PyWavelets, which is not a dependency, and is much slower.)
     """
-    g = _full(image)
-    v = g[:-2] - 2.0 * g[1:-1] + g[2:]
-    r = np.abs(v[:, :-2] - 2.0 * v[:, 1:-1] + v[:, 2:])
     t = NOISE_TILE
-    if min(r.shape) < t:
-        return float(np.sqrt(np.pi / 2) * r.mean() / 6.0)
-    sig = _tile_sums(r, t) * np.float32(np.sqrt(np.pi / 2) / (6.0 * t * t))
-    src = g[1 : 1 + r.shape[0], 1 : 1 + r.shape[1]]
-    clipped = _tile_sums(((src <= 1.5 / 255) | (src >= 253.5 / 255)).astype(np.float32), t)
-    ok = clipped.ravel() <= 0.2 * t * t
-    s = sig.ravel()
+    sigs, oks = [], []
+    for g in _crops(image):
+        v = g[:-2] - 2.0 * g[1:-1] + g[2:]
+        r = np.abs(v[:, :-2] - 2.0 * v[:, 1:-1] + v[:, 2:])
+        if min(r.shape) < t:
+            return float(np.sqrt(np.pi / 2) * r.mean() / 6.0)
+        sigs.append(_tile_sums(r, t).ravel() * np.float32(np.sqrt(np.pi / 2) / (6.0 * t * t)))
+        src = g[1 : 1 + r.shape[0], 1 : 1 + r.shape[1]]
+        clipped = _tile_sums(((src <= 1.5 / 255) | (src >= 253.5 / 255)).astype(np.float32), t)
+        oks.append(clipped.ravel() <= 0.2 * t * t)
+    s, ok = np.concatenate(sigs), np.concatenate(oks)
     keep = s[ok] if ok.sum() >= 4 else s
     return float(np.percentile(keep, 20))
 
@@ -252,12 +285,15 @@ def noise(image: LoadedImage) -> float:
 # -- compression: JPEG blockiness and pixelation -------------------------------------------
 
 
-def _column_energy(image: LoadedImage, axis: int) -> F32:
-    """Mean |step| between neighbouring columns (axis 1) or rows (axis 0), full resolution."""
+def _column_energy(image: LoadedImage, axis: int) -> list[F32]:
+    """Mean |step| between neighbouring columns (axis 1) or rows (axis 0), full resolution,
+    one profile per crop."""
 
-    def make() -> F32:
-        d = np.abs(np.diff(_full(image), axis=axis))
-        return d.mean(axis=1 - axis, dtype=np.float32)
+    def make() -> list[F32]:
+        return [
+            np.abs(np.diff(g, axis=axis)).mean(axis=1 - axis, dtype=np.float32)
+            for g in _crops(image)
+        ]
 
     return _cached(image, f"det:steps{axis}", make)
 
@@ -279,7 +315,9 @@ def blockiness(image: LoadedImage) -> float:
     """How much stronger luma steps are on one phase of an 8-pixel grid than on any other
     (lower is better). JPEG codes 8×8 blocks independently, so heavy compression leaves
     steps at every 8th row and column; natural content has no preferred phase (about 0)."""
-    return 0.5 * (_grid_ratio(_column_energy(image, 1)) + _grid_ratio(_column_energy(image, 0)))
+    # the crops' offsets are multiples of 8, so their profiles share the grid's phase
+    cols, rows = (np.mean(_column_energy(image, a), axis=0) for a in (1, 0))
+    return 0.5 * (_grid_ratio(cols) + _grid_ratio(rows))
 
 
 def _dead_fraction(c: F32) -> float:
@@ -299,8 +337,14 @@ def _dead_fraction(c: F32) -> float:
 def pixelation(image: LoadedImage) -> float:
     """Fraction of rows/columns that repeat their neighbour (lower is better): 0 for
     natural images, (b - 1)/b for blocks of b pixels."""
-    return 0.5 * (
-        _dead_fraction(_column_energy(image, 1)) + _dead_fraction(_column_energy(image, 0))
+    # per crop: blocks of 3, 6 or 9 px do not share a phase between crops 8-aligned
+    return float(
+        np.mean(
+            [
+                0.5 * (_dead_fraction(c) + _dead_fraction(r))
+                for c, r in zip(_column_energy(image, 1), _column_energy(image, 0), strict=True)
+            ]
+        )
     )
 
 
@@ -308,31 +352,52 @@ def pixelation(image: LoadedImage) -> float:
 
 
 def underexposure(image: LoadedImage) -> float:
-    """Highlight level: the 99.5th percentile of luma (higher is better).
+    """Highlight level: the 99.9th percentile of luma at viewing scale (higher is better).
 
-    Darkening scales it down. A well-exposed photo has some bright content, even a night
-    scene (its lights) or a dim interior; so high a percentile varies much less between
-    contents than the mean or the median does.
+    Darkening scales every tone down, the brightest ones too. A dark but well-exposed
+    photo (a night sky, a dim interior, a low-key portrait) still has some bright content:
+    stars, lights, a lit face; at the detail plane's scale (area-averaged, at most 1024 px)
+    a small light counts while single noisy pixels do not. The mean or median brightness
+    says nothing about exposure: a night scene is dark on purpose.
     """
-    return float(np.percentile(_luma(_sample(image)), 99.5))
+    return float(np.percentile(_detail(image), 99.9))
+
+
+BLOWN = 0.96  # luma at and above which a pixel has (nearly) no highlight detail left
+NEAR_WHITE = 0.75  # where the highlight shoulder starts
 
 
 def overexposure(image: LoadedImage) -> float:
-    """Highlight mass: mean of clip((luma - 0.7) / 0.3, 0, 1) (lower is better).
+    """Blown highlights (lower is better): the fraction of the image at luma >= 0.96
+    together with its right-hand neighbour on the sampling grid, plus a quarter of the
+    highlight shoulder, the mean of clip((luma - 0.8) / 0.2, 0, 1).
 
-    Counts blown-out pixels fully and near-white ones in part, so it grows smoothly as an
-    image is brightened, before large areas clip. Ordinary photos read below 0.12; a white
-    background (product shots, snow) reads high too: that is a limit of a no-reference
-    reading, not a bug.
+    Over-exposure clips: whole areas reach white and their texture is gone, which the first
+    term counts; the shoulder term grows smoothly as tones are pushed towards white before
+    they clip, so that mild over-exposure ranks too. A bright or high-key photo whose pale
+    tones still carry detail (white wood, a misty morning, a pastel palette) stays low
+    whatever its mean brightness; isolated specular glints do not count, a blown sky does.
+    A white studio background reads high too: it is clipped by design, and a no-reference
+    reading cannot tell.
     """
-    lum = _luma(_sample(image))
-    return float(np.clip((lum - 0.7) / 0.3, 0.0, 1.0).mean())
+    lum = _luma(_grid(image))
+    blown = lum >= BLOWN
+    clipped = float((blown[:, 1:] & blown[:, :-1]).mean()) if lum.shape[1] > 1 else 0.0
+    # squared: tones just above the knee (pale wood, mist) count little, near-white ones fully
+    shoulder = float((np.clip((lum - NEAR_WHITE) / (1.0 - NEAR_WHITE), 0.0, 1.0) ** 2).mean())
+    return clipped + 0.5 * shoulder
 
 
 def contrast(image: LoadedImage) -> float:
-    """Luma spread between the 0.5th and 99.5th percentiles (higher is better)."""
-    lo, hi = np.percentile(_luma(_sample(image)), [0.5, 99.5])
-    return float(hi - lo)
+    """Tonal spread: the widest 0.5th-99.5th percentile range of the R, G and B channels
+    (higher is better).
+
+    A contrast reduction compresses every channel towards the mean. A soft pastel or
+    colourful design can have little luma spread and still clear colour contrast (orange
+    against blue), so the widest channel counts, not the luma alone.
+    """
+    lo, hi = np.percentile(_sample(image), [0.5, 99.5], axis=0)
+    return float(np.max(hi - lo))
 
 
 # -- colour --------------------------------------------------------------------------------
@@ -350,33 +415,40 @@ def colorfulness(image: LoadedImage) -> float:
     return float(np.hypot(rg.std(), yb.std()) + 0.3 * np.hypot(rg.mean(), yb.mean()))
 
 
+NEUTRAL_SHARE = 0.1  # the least chromatic tenth of the mid-tones stands for the neutrals
+
+
 def colorcast(image: LoadedImage) -> float:
-    """Colour cast: CIELAB chroma of the weighted mean of near-neutral, bright pixels
+    """Colour cast: CIELAB chroma of the mean a*b* of the image's most neutral tones
     (lower is better).
 
-    Grey-world on the tones that should be grey, after Gasparini & Schettini (2004): each
-    pixel weighs exp(-(chroma / 20)²) · (L / 100)², so strongly coloured objects (an orange
-    cat, a red car) hardly count while whites and light greys, the tones a white-balance
-    error shows on most, count most. Neutral photos read 0-15; a visible white-balance
-    error 12-30.
+    A white-balance error shifts every tone the same way, the neutral ones included: the
+    tenth of the mid-tone pixels (L* 25-97) with the least chroma, which in a balanced photo
+    are greys and whites near a* = b* = 0, move off grey. A vivid or saturated image keeps
+    some near-neutral tones (a white petal, a grey stone, shadows), so strong colours alone
+    do not read as a cast; an image without any neutral tone (a single-hue design) cannot be
+    told from a cast by any no-reference reading and reads high. Neutral photos read 0-8.
+    After the grey-edge idea of Gasparini & Schettini (2004), restricted to the neutrals.
     """
     from skimage.color import rgb2lab
 
-    # a quarter of the sample is plenty for a mean, and CIELAB conversion is the slow part
-    lab = rgb2lab(_sample(image)[::4][None])[0]
-    ab = lab[:, 1:]
-    w = np.exp(-np.sum(ab * ab, axis=1) / 400.0) * (lab[:, 0] / 100.0) ** 2
-    if float(w.sum()) < 1e-6 * w.size:
-        return float(np.hypot(*ab.mean(axis=0)))  # nothing light and near neutral: all pixels
-    mean = (ab * w[:, None]).sum(axis=0) / w.sum()
-    return float(np.hypot(mean[0], mean[1]))
+    # half of the sample is plenty for a percentile, and CIELAB conversion is the slow part
+    lab = rgb2lab(_sample(image)[::2][None])[0]
+    mid = (lab[:, 0] > 25.0) & (lab[:, 0] < 97.0)
+    ab = lab[mid, 1:] if int(mid.sum()) >= 100 else lab[:, 1:]
+    chroma = np.hypot(ab[:, 0], ab[:, 1])
+    k = max(1, int(NEUTRAL_SHARE * chroma.size))
+    nearest = np.argpartition(chroma, k - 1)[:k]
+    return float(np.hypot(*ab[nearest].mean(axis=0)))
 
 
 def saturation_clip(image: LoadedImage) -> float:
-    """Fraction of vivid pixels flattened against the gamut (lower is better): a channel
-    clipped at 0 or 1 in a strongly coloured pixel *and* in its neighbour on the sampling
-    grid. Oversaturation pushes whole areas out of gamut; noise clips isolated pixels,
-    which the neighbour condition leaves out."""
+    """Fraction of vivid pixels whose chroma was clipped with their texture lost (lower is
+    better): a channel at 0 or 1 in a strongly coloured pixel *and* in its neighbour on the
+    sampling grid, while the other channels still vary between the two. Oversaturation
+    pushes textured areas out of gamut, so one channel goes flat where the others keep the
+    texture; a flat fill of a pure colour in a graphic has no texture to lose, and noise
+    clips isolated pixels only, so neither counts."""
     p = _grid(image)
     if p.shape[1] < 2:
         return 0.0
@@ -384,11 +456,19 @@ def saturation_clip(image: LoadedImage) -> float:
     hi = np.maximum(np.maximum(chans[0], chans[1]), chans[2])
     lo = np.minimum(np.minimum(chans[0], chans[1]), chans[2])
     vivid = (hi - lo)[:, 1:] > 0.4
-    flat = np.zeros_like(vivid)
+    moves = [np.abs(ch[:, 1:] - ch[:, :-1]) > 1.5 / 255 for ch in chans]
+    flats = []
     for ch in chans:
         top, bottom = ch >= 254.5 / 255, ch <= 0.5 / 255
-        flat |= (top[:, 1:] & top[:, :-1]) | (bottom[:, 1:] & bottom[:, :-1])
-    return float((flat & vivid).mean())
+        flats.append((top[:, 1:] & top[:, :-1]) | (bottom[:, 1:] & bottom[:, :-1]))
+    lost = np.zeros_like(vivid)
+    for c in range(3):
+        lost |= flats[c] & (moves[(c + 1) % 3] | moves[(c + 2) % 3])
+    # pushed so far that all three channels clipped: a pure primary or secondary, next to
+    # the textured clipping that led there (a graphic's pure fill has no such border)
+    pure = flats[0] & flats[1] & flats[2]
+    near = ndimage.binary_dilation(lost, iterations=2)
+    return float(((lost | (pure & near)) & vivid).mean())
 
 
 DETECTORS: dict[str, Callable[[LoadedImage], float]] = {

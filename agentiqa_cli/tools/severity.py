@@ -23,17 +23,22 @@ CUTS: tuple[tuple[float, Severity], ...] = (
     (1.4, "severe"),
 )
 
-# below this colourfulness the image is treated as black-and-white on purpose: a detector
-# cannot tell that from a fully desaturated photo, and calling every B/W photo an
-# "extreme colour distortion" would be a false alarm on a whole genre
-MONOCHROME = 0.002
+# ``colorfulness`` and ``colorcast`` score but make no finding (they are not in CATEGORY).
+# Low colourfulness is a style (a misty morning, a
+# forest in shade, black and white), not a defect. A colour cast is a defect, but measured on
+# the fit images and the realset no no-reference reading here told it from style: the most
+# neutral tones of clean images read 0-52 a*b* off grey (a blue hour, autumn light, colour
+# designs), a strong cast of a grey scene 28-54, and a cast on a colourful photo turns some
+# other colour neutral (a blue cast on the astronaut photo reads 12). Both stay tools
+# (``score --tools colorcast``) and evidence for a model; the colour finding is chroma
+# clipped with its texture lost (``saturation_clip``).
 
 _Reason = Callable[[float], str]
 
 CATEGORY: dict[str, tuple[Category, _Reason]] = {
-    "sharpness": ("Blurs", lambda v: f"sharpness {v:.2f} on the most detailed tiles (sharp ≥ 0.7)"),
+    "sharpness": ("Blurs", lambda v: f"sharpness {v:.2f} in the sharpest region of the image"),
     "pixelation": (
-        "Sharpness",
+        "Compression",
         lambda v: (
             f"pixelated: {v:.0%} of rows/columns repeat (blocks of ~{1 / max(1e-3, 1 - v):.0f} px)"
         ),
@@ -42,20 +47,38 @@ CATEGORY: dict[str, tuple[Category, _Reason]] = {
     "blockiness": ("Compression", lambda v: f"8×8 block-grid steps stand out by {v:.2f}"),
     "underexposure": (
         "Brightness change",
-        lambda v: f"highlights only reach luma {v:.2f} (99.5th percentile)",
+        lambda v: f"even the highlights only reach luma {v:.2f} (99.9th percentile)",
     ),
     "overexposure": (
         "Brightness change",
-        lambda v: f"highlight mass {v:.2f} (blown or near-white pixels)",
+        lambda v: (
+            f"blown highlights {v:.2f} (clipped white areas, plus half the near-white shoulder)"
+        ),
     ),
-    "contrast": ("Contrast", lambda v: f"luma spread {v:.2f} (0.5th-99.5th percentile)"),
-    "colorfulness": ("Color distortions", lambda v: f"colourfulness {v:.3f}"),
-    "colorcast": ("Color distortions", lambda v: f"neutral tones shifted {v:.1f} a*b* units"),
+    "contrast": ("Contrast", lambda v: f"tonal spread {v:.2f} (widest channel, 0.5th-99.5th)"),
     "saturation_clip": (
         "Color distortions",
-        lambda v: f"{v:.1%} of vivid pixels clipped out of gamut",
+        lambda v: f"{v:.1%} of the image clipped out of gamut with its texture lost",
     ),
 }
+
+
+def band(severity: Severity) -> tuple[float, float]:
+    """The normalized scores (low, high) that read as ``severity``."""
+    bounds = [5.0, *(cut for cut, _ in CUTS), 1.0]
+    names = [sev for _, sev in CUTS] + ["extreme"]
+    i = names.index(severity)
+    return bounds[i + 1], bounds[i]
+
+
+def cap_for(finding: Finding, norms: Mapping[str, float]) -> float:
+    """The highest score an image with ``finding`` may get, so that the words and the number
+    agree: the normalized score of the detector that measured the category (``norms``:
+    tool name -> normalized score), kept within the finding's severity band; the band's top
+    when no detector of the category was read (a model's finding)."""
+    low, high = band(finding.severity)
+    measured = [v for t, v in norms.items() if t in CATEGORY and CATEGORY[t][0] == finding.category]
+    return min(high, max(low, min(measured))) if measured else high
 
 
 def severity_of(norm: float) -> Severity:
@@ -84,8 +107,6 @@ def findings(readings: Mapping[str, float], cards: CardSet | None = None) -> lis
     best: dict[str, Finding] = {}
     for name, raw in readings.items():
         if name not in CATEGORY or name not in cards or raw is None or raw != raw:
-            continue
-        if name == "colorfulness" and raw < MONOCHROME:
             continue
         category, reason = CATEGORY[name]
         sev = severity_of(cards.get(name).normalize(float(raw)))
