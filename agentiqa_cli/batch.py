@@ -11,7 +11,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from agentiqa_cli.errors import AgentIQAError, ImageError
@@ -161,14 +161,17 @@ async def run_batch(
     concurrency: int = 4,
     on_result: Callable[[Result], None] | None = None,
     on_skip: Callable[[Job], None] | None = None,
+    done: Collection[str] | None = None,
 ) -> BatchSummary:
     """Process every job with at most ``concurrency`` in flight; rows are written as they finish.
 
-    Only keys already in the output (``--resume``) are skipped: two files with the same
-    bytes in one run each get their row.
+    Only keys already in the output (``--resume``; ``done`` when there is no writer here,
+    as on a Ray worker) are skipped: two files with the same bytes in one run each get
+    their row.
     """
     summary = BatchSummary()
-    done = writer.done_keys if writer is not None else set()
+    if done is None:
+        done = writer.done_keys if writer is not None else set()
     queue: asyncio.Queue[Job] = asyncio.Queue()
     for j in jobs:
         queue.put_nowait(j)

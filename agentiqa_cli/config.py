@@ -54,6 +54,12 @@ class Settings(BaseModel):
     cards_dir: Path | None = None
     calibration: Path | None = None
     recursive: bool = False
+    engine: Literal["local", "ray"] = Field(
+        "local", description="where images are processed: this process, or Ray Data workers"
+    )
+    ray_address: str | None = Field(
+        None, description="Ray cluster for --engine ray (default: a local instance)"
+    )
 
     @field_validator("learned_tools", mode="before")
     @classmethod

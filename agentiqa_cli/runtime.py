@@ -113,7 +113,22 @@ class Runtime:
         on_result: Callable[[Result], None] | None = None,
         on_skip: Callable[[Job], None] | None = None,
     ) -> BatchSummary:
-        """Every command's images go through here: same decoding, limits, keys, error rows."""
+        """Every command's images go through here: same decoding, limits, keys, error rows.
+        With ``engine: ray``, `score` and `assess` run on Ray Data workers (ray_engine.py)."""
+        if self.settings.engine == "ray" and command in ("score", "assess"):
+            from agentiqa_cli.ray_engine import WorkSpec, run_on_ray
+
+            tools = getattr(process, "cards", [])  # score's ToolScorer; the agent has none
+            spec = WorkSpec(
+                settings=self.settings,
+                command=command,
+                tools=tuple(c.name for c in tools) if command == "score" else (),
+                fingerprint=self.fingerprint(command),
+                done=frozenset(writer.done_keys if writer is not None else ()),
+            )
+            return await run_on_ray(
+                self, jobs, spec, trace=trace, writer=writer, on_result=on_result, on_skip=on_skip
+            )
         return await run_batch(
             jobs,
             process,

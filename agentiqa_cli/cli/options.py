@@ -56,6 +56,15 @@ FusionOpt = Annotated[
         "attribute barely moves a mean of seven).",
     ),
 ]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="local (default: this process) | ray: images flow through Ray Data workers "
+        "(ray_address in the config names a cluster; default a local instance; "
+        "pip install 'agentiqa[ray]').",
+    ),
+]
 Device = Annotated[
     str | None, typer.Option("--device", help="auto | cpu | cuda[:N] for the tools.")
 ]

@@ -15,6 +15,7 @@ from agentiqa_cli.cli.app import app
 from agentiqa_cli.cli.options import (
     EXIT_CODES_HELP,
     Common,
+    EngineOpt,
     FusionOpt,
     Paths,
     Ref,
@@ -44,9 +45,10 @@ def score(
     ] = None,
     ref: Ref = None,
     fusion: FusionOpt = None,
+    engine: EngineOpt = None,
 ) -> None:
     """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
-    settings = opts.settings(fusion=fusion, tools=tool_list(tools))
+    settings = opts.settings(fusion=fusion, tools=tool_list(tools), engine=engine)
 
     async def main(rt: Runtime) -> BatchSummary:
         jobs = rt.jobs(paths, ref)
@@ -223,10 +225,15 @@ def assess(
         ),
     ] = None,
     fusion: FusionOpt = None,
+    engine: EngineOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
     settings = opts.settings(
-        query=query, tools=tool_list(tools), learned_tools=learned_tools, fusion=fusion
+        query=query,
+        tools=tool_list(tools),
+        learned_tools=learned_tools,
+        fusion=fusion,
+        engine=engine,
     )
 
     async def main(rt: Runtime) -> BatchSummary:
