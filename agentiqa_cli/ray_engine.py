@@ -7,9 +7,9 @@ and runs the same ``run_batch`` as the local engine on the jobs it is given, ret
 image's ``Result`` and trace events as JSON. The driver streams them into the CSV and the
 trace as they arrive, so both have the same rows and keys as a local run.
 
-A worker that dies is restarted by Ray and its batch retried; if a batch still cannot be
-done (the job keeps killing its worker, the cluster went away), every image that has no row
-yet gets an error row marked transient, which ``--resume`` retries. No row is lost either way.
+A worker that dies is restarted by Ray and its batch retried (Ray Data's defaults for actor
+pools); if the dataset still fails (the cluster went away), every image that has no row yet
+gets an error row marked transient, which ``--resume`` retries. No row is lost either way.
 
 Ray is an optional extra (``pip install agentiqa[ray]``); the local engine never imports it.
 Every node needs agentiqa installed (or ``ray_address`` pointing at a cluster whose runtime
@@ -34,8 +34,6 @@ from agentiqa_cli.records import Result, TraceEvent
 if TYPE_CHECKING:
     from agentiqa_cli.io.results import ResultsWriter
     from agentiqa_cli.runtime import Runtime
-
-RETRIES = 3  # restarts of a dead worker, and retries of the batch it was running
 
 
 @dataclass(frozen=True)
@@ -169,9 +167,7 @@ def _drive(
         batch_size=1,
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=workers),
-        num_cpus=1,
-        max_restarts=RETRIES,
-        max_task_retries=RETRIES,
+        num_cpus=1,  # Ray Data restarts a dead actor and retries its batch (its defaults)
     )
     seen: set[int] = set()
     failure = ""
