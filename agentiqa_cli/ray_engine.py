@@ -156,6 +156,9 @@ def _drive(
             log_to_driver=False,
             logging_level="ERROR",
         )
+    import logging
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # its INFO lines are not ours
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.execution_options.preserve_order = False
