@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality
+.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality realset
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
@@ -40,7 +40,12 @@ fit-cards: setup
 	$(BIN)/python scripts/fit_builtin_cards.py
 	$(BIN)/python scripts/calibrate_cards.py
 
-quality: setup
+# clean real images (Debian wallpaper packages + scikit-image photos) and their distorted
+# series, cached in .cache/realset/ (scripts/realset.yaml lists them with licence and style)
+realset: setup
+	$(BIN)/python scripts/realset.py
+
+quality: setup realset
 	$(BIN)/python scripts/quality_check.py
 
 lint: setup

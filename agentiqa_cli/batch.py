@@ -11,15 +11,21 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
-from agentiqa_cli.errors import AgentIQAError, ImageError
+from agentiqa_cli.errors import AgentIQAError, ImageError, OutputWriteError
 from agentiqa_cli.imaging.discover import Job
-from agentiqa_cli.imaging.load import LoadedImage, display_path, file_sha256, load_image
+from agentiqa_cli.imaging.load import (
+    LoadedImage,
+    display_path,
+    file_sha256,
+    load_image,
+    max_file_bytes,
+)
 from agentiqa_cli.io.results import ResultsWriter
 from agentiqa_cli.io.trace import NO_TRACE, ImageTrace, TraceWriter
-from agentiqa_cli.records import Result, ToolRequest, ToolScore
+from agentiqa_cli.records import Result, ToolRequest, ToolScore, Usage
 
 
 @dataclass
@@ -32,10 +38,13 @@ class Pair:
     reference: LoadedImage | None
     key: str
     trace: ImageTrace = NO_TRACE
+    usage: Usage = field(default_factory=Usage)  # model calls made for this image so far
 
     def result(self) -> Result:
         """An empty ``ok`` row for this image, for a process to fill in."""
-        return Result(image=self.job.name, reference=self.job.ref_name, key=self.key)
+        return Result(
+            image=self.job.name, reference=self.job.ref_name, key=self.key, usage=self.usage
+        )
 
 
 class Decoder:
@@ -95,15 +104,16 @@ def trace_tool_scores(pair: Pair, scores: list[ToolScore], note: str | None = No
         )
 
 
-def content_hashes(job: Job) -> list[str]:
-    """SHA-256 of the image (and reference) file; unreadable files are named by path."""
+def content_hashes(job: Job, max_bytes: int | None = None) -> list[str]:
+    """SHA-256 of the image (and reference) file; files that cannot be read as images
+    (missing, not regular, larger than ``max_bytes``) are named by path."""
     out = []
     for p in (job.image, job.reference):
         if p is None:
             continue
         try:
-            out.append(file_sha256(p))
-        except OSError:
+            out.append(file_sha256(p, max_bytes))
+        except (OSError, ImageError):
             out.append("path:" + display_path(p))
     return out
 
@@ -161,17 +171,17 @@ async def run_batch(
     concurrency: int = 4,
     on_result: Callable[[Result], None] | None = None,
     on_skip: Callable[[Job], None] | None = None,
-    done: Collection[str] | None = None,
+    done: Callable[[str, str], bool] | None = None,
 ) -> BatchSummary:
     """Process every job with at most ``concurrency`` in flight; rows are written as they finish.
 
-    Only keys already in the output (``--resume``; ``done`` when there is no writer here,
-    as on a Ray worker) are skipped: two files with the same bytes in one run each get
-    their row.
+    Only inputs whose row is already in the output (``--resume``: same path, same key)
+    are skipped: two files with the same bytes each get their row, in one run or resumed.
+    ``done`` answers that instead of ``writer`` where there is none (a Ray worker).
     """
     summary = BatchSummary()
-    if done is None:
-        done = writer.done_keys if writer is not None else set()
+    if done is None and writer is not None:
+        done = writer.is_done
     queue: asyncio.Queue[Job] = asyncio.Queue()
     for j in jobs:
         queue.put_nowait(j)
@@ -179,27 +189,33 @@ async def run_batch(
 
     async def one(job: Job) -> None:
         t0 = time.perf_counter()
-        hashes = await asyncio.to_thread(content_hashes, job)
+        hashes = await asyncio.to_thread(content_hashes, job, max_file_bytes(decoder.max_pixels))
         key = job_key(job, fingerprint, hashes)
-        if key in done:
+        if done is not None and done(job.name, key):
             summary.skipped += 1
             if on_skip:
                 on_skip(job)
             return
+        usage = Usage()  # calls made before a failure still count on the error row
         try:
             image, ref = await asyncio.to_thread(decoder.decode, job)
             decoded = [image.sha256] + ([ref.sha256] if ref is not None else [])
             if decoded != hashes:  # the file changed between hashing and decoding
                 key = job_key(job, fingerprint, decoded)
-            result = await process(Pair(job, image, ref, key, trace.bind(job.name, key)))
+            pair = Pair(job, image, ref, key, trace.bind(job.name, key), usage)
+            result = await process(pair)
+        except OutputWriteError:
+            raise  # the disk is full: stop, the rows so far are complete
         except AgentIQAError as e:
             result = error_result(job, key, str(e), time.perf_counter() - t0)
             result.transient = not isinstance(e, ImageError)
+            result.usage = usage
         except Exception as e:
             result = error_result(
                 job, key, f"internal error: {type(e).__name__}: {e}", time.perf_counter() - t0
             )
             result.transient = True
+            result.usage = usage
         if result.status == "error":
             trace.bind(job.name, result.key).emit("error", note=result.error)
         result.seconds = time.perf_counter() - t0

@@ -33,7 +33,9 @@ class Settings(BaseModel):
     )
     device: str = "auto"
     tools: list[str] | None = None
-    fusion: Literal["mean", "min"] = Field("mean", description="how `score` fuses its tools")
+    fusion: Literal["mean", "min"] = Field(
+        "min", description="how `score` and the agent fuse the tools: min (the worst) or mean"
+    )
     learned_tools: LearnedTools = Field(
         "auto",
         description="tools that need downloaded weights, offered to the agent: auto (those "
@@ -54,6 +56,10 @@ class Settings(BaseModel):
     cards_dir: Path | None = None
     calibration: Path | None = None
     recursive: bool = False
+    experience: Path | None = Field(
+        None, description="experience pool (agentiqa experience build): tool choices it has learnt"
+    )
+    evolve: bool = Field(False, description="add each assessed image's records to the pool")
     engine: Literal["local", "ray"] = Field(
         "local", description="where images are processed: this process, or Ray Data workers"
     )
@@ -85,7 +91,7 @@ class Settings(BaseModel):
         fields = {"tools", "fusion"}  # the calibration overlay is hashed by content, not path
         if include_agent:
             fields |= {"vlm", "model", "vlm_fallback", "query", "image_pixels", "learned_tools",
-                       "evidence", "zoom", "zoom_turns"}  # fmt: skip
+                       "evidence", "zoom", "zoom_turns", "experience", "evolve"}  # fmt: skip
         relevant = self.model_dump(mode="json", include=fields)
         blob = json.dumps([relevant, *parts], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -35,3 +35,10 @@ class VLMError(AgentIQAError):
 
 class VLMUnreachableError(VLMError):
     pass
+
+
+class OutputWriteError(AgentIQAError):
+    """Writing the results (or the trace) failed mid-run (disk full): the rows written
+    before are complete; the run stops."""
+
+    exit_code = 3

@@ -6,8 +6,8 @@
 3  some inputs could not be processed (their rows say why); takes precedence over 1
 4  internal error (a bug: --debug shows the traceback)
 
-With a gate set, an image processed without a score (e.g. no tool could run) fails it:
-a gate cannot pass what it could not measure.
+With a gate set, an image processed without a score (an error row, or no tool could run)
+fails it: a gate cannot pass what it could not measure (exit 3 still takes precedence).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from statistics import fmean
 from agentiqa_cli.records import Result
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
 @dataclass
@@ -57,7 +58,7 @@ def evaluate_gate(
         for r in scored
         if fail_under is not None and r.score is not None and r.score < fail_under
     ]
-    unscored = [r.image for r in results if r.status == "ok" and r.score is None]
+    unscored = [r.image for r in results if r.status != "ok" or r.score is None]
     return GateReport(
         processed=len(results),
         errors=sum(r.status == "error" for r in results),

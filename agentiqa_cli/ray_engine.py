@@ -24,10 +24,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentiqa_cli.batch import BatchSummary, error_result, job_key, run_batch
+from agentiqa_cli.batch import BatchSummary, content_hashes, error_result, job_key, run_batch
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.imaging.load import max_file_bytes
+from agentiqa_cli.io.results import DoneRows
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
 
@@ -45,7 +47,7 @@ class WorkSpec:
     command: str
     tools: tuple[str, ...]
     fingerprint: str
-    done: frozenset[str]
+    done: DoneRows  # rows already in the CSV (--resume)
 
 
 class _Collect(TraceWriter):
@@ -192,8 +194,10 @@ def _drive(
     for i, job in enumerate(jobs):
         if i in seen:
             continue
-        key = job_key(job, spec.fingerprint)
-        if key in spec.done:
+        key = job_key(
+            job, spec.fingerprint, content_hashes(job, max_file_bytes(settings.max_pixels))
+        )
+        if spec.done(job.name, key):
             summary.skipped += 1
             if on_skip:
                 on_skip(job)

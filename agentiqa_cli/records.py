@@ -135,6 +135,7 @@ class ToolScore(Record):
     seconds: float = 0.0
     error: str | None = None
     distortion: str | None = None  # the distortion it was selected for, if any
+    scope: str | None = None  # the object whose located region it measured (None: the image)
     # False: its card has no fitted logistic, so ``norm`` keeps order but not the 1-5
     # scale, and fusions leave it out (``scoring.fusable``)
     calibrated: bool = True
@@ -155,6 +156,16 @@ class Usage(Record):
         self.completion_tokens += other.completion_tokens
 
 
+class FixOutcome(Record):
+    """Imperfections found before assessment and the operations applied (``imperfect/``)."""
+
+    imperfections: list[str] = Field(default_factory=list)
+    operations: list[str] = Field(default_factory=list)  # as run, e.g. "rotate:90"
+    refused: list[str] = Field(default_factory=list)  # a model's reply or step refused, why
+    score_before: float | None = None  # --fix all: the score before quality restoration
+    output: str = ""  # `agentiqa fix`: the written image
+
+
 class Result(Record):
     """One image's outcome; one CSV row."""
 
@@ -173,6 +184,7 @@ class Result(Record):
     seconds: float = 0.0
     # an error that may not recur (VLM down, tool failure): --resume tries the image again
     transient: bool = False
+    fix: FixOutcome | None = None  # imperfection checks and fixes, when they ran
 
     def distortions_cell(self) -> str:
         return ";".join(
@@ -182,12 +194,16 @@ class Result(Record):
         )
 
     def tools_cell(self) -> str:
-        return ";".join(f"{t.tool}={t.norm:.3f}" for t in self.tools if t.ok and t.norm is not None)
+        return ";".join(
+            f"{t.tool}{'@' + t.scope if t.scope else ''}={t.norm:.3f}"
+            for t in self.tools
+            if t.ok and t.norm is not None
+        )
 
 
 Step = Literal[
     "run", "plan", "detect", "analyze", "select", "tool", "summarize", "final", "error",
-    "probe", "crop", "eval_plan", "eval_round",
+    "probe", "crop", "eval_plan", "eval_round", "imperfect", "experience",
 ]  # fmt: skip
 
 

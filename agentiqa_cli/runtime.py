@@ -30,6 +30,7 @@ from agentiqa_cli.batch import BatchSummary, Decoder, Process, run_batch
 from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError, VLMError, VLMUnreachableError
 from agentiqa_cli.imaging.discover import Job, discover, pair
+from agentiqa_cli.io.guard import Outputs, trace_path_for
 from agentiqa_cli.io.results import ResultsWriter, columns_for
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
@@ -37,10 +38,11 @@ from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
 from agentiqa_cli.scoring import ToolScorer
 from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
 from agentiqa_cli.tools.runner import ToolRunner
-from agentiqa_cli.tools.weights import offered_learned
+from agentiqa_cli.tools.weights import candidates, offered_learned
 from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
 
 if TYPE_CHECKING:  # the agent is imported when a command asks for it: `score` never does
+    from agentiqa_cli.agent.advice import ToolAdvisor
     from agentiqa_cli.agent.pipeline import Agent
     from agentiqa_cli.agent.prompts import PromptSpec
     from agentiqa_cli.agent.roles import Asker
@@ -89,8 +91,11 @@ class Runtime:
 
         return load_prompts(self.settings.prompts_dir or default_prompts_dir())
 
-    def jobs(self, paths: list[str], ref: str | None) -> list[Job]:
-        return pair(discover(paths, self.settings.recursive), ref)
+    def jobs(self, paths: list[str], ref: str | None, outputs: Outputs | None = None) -> list[Job]:
+        """The inputs' jobs; with ``outputs``, without our own outputs and only once those
+        are known to be safe to write (exit 2 before any image is processed)."""
+        jobs = pair(discover(paths, self.settings.recursive), ref)
+        return outputs.screened(jobs) if outputs is not None else jobs
 
     def tool_problems(self, cards: Sequence[ToolCard]) -> list[str]:
         """Build each metric once, now: a broken card is a ConfigError before any output;
@@ -99,7 +104,7 @@ class Runtime:
         for card in cards:
             ok, why = self.runner.availability(card)
             if not ok:
-                problems.append(f"{why} (skipped; its columns stay empty)")
+                problems.append(f"{why} (every row will be an error until it can run)")
         return problems
 
     async def run(
@@ -116,6 +121,7 @@ class Runtime:
         """Every command's images go through here: same decoding, limits, keys, error rows.
         With ``engine: ray``, `score` and `assess` run on Ray Data workers (ray_engine.py)."""
         if self.settings.engine == "ray" and command in ("score", "assess"):
+            from agentiqa_cli.io.results import DoneRows
             from agentiqa_cli.ray_engine import WorkSpec, run_on_ray
 
             tools = getattr(process, "cards", [])  # score's ToolScorer; the agent has none
@@ -124,7 +130,9 @@ class Runtime:
                 command=command,
                 tools=tuple(c.name for c in tools) if command == "score" else (),
                 fingerprint=self.fingerprint(command),
-                done=frozenset(writer.done_keys if writer is not None else ()),
+                done=DoneRows(frozenset(writer.done), tuple(writer.columns))
+                if writer is not None
+                else DoneRows(frozenset(), ()),
             )
             return await run_on_ray(
                 self, jobs, spec, trace=trace, writer=writer, on_result=on_result, on_skip=on_skip
@@ -171,7 +179,7 @@ class Runtime:
     def check_agent_setup(self) -> None:
         """Everything the agent needs that can be wrong in the configuration, checked
         before any output is opened (exit 2, earlier outputs untouched)."""
-        _ = self.prompts, self.runner, self._backend
+        _ = self.prompts, self.runner, self._backend, self.advisor
         if self.settings.tools:
             self.cards.resolve(self.settings.tools)
 
@@ -229,14 +237,35 @@ class Runtime:
             zoom_turns=self.settings.zoom_turns,
             pixel_budget=self.settings.image_pixels,
         )
-        return Agent(asker, self.cards, self.runner, options)
+        return Agent(asker, self.cards, self.runner, options, advisor=self.advisor)
+
+    @cached_property
+    def advisor(self) -> ToolAdvisor | None:
+        """The experience pool of ``--experience``, read whole and checked against these
+        tool cards (a missing, damaged, foreign or stale pool is a ConfigError, exit 2)."""
+        from agentiqa_cli.experience.advisor import PoolAdvisor
+        from agentiqa_cli.experience.pool import check_cards, read_pool
+
+        path = self.settings.experience
+        if path is None:
+            if self.settings.evolve:
+                raise ConfigError("--evolve needs --experience POOL")
+            return None
+        pool = read_pool(path)
+        check_cards(pool, self.cards.hashes, self.calibration_digest())
+        offered = [c.name for c in candidates(self.cards, True, self.settings.learned_tools)]
+        return PoolAdvisor(pool, offered, self.cards, self.runner, evolve=self.settings.evolve)
+
+    def calibration_digest(self) -> str | None:
+        """The calibration overlay's content digest (None without one)."""
+        calibration = self.settings.calibration
+        return _file_digest(calibration) if calibration is not None else None
 
     # -- identity of a run ----------------------------------------------------------------------
     def fingerprint(self, command: str) -> str:
         """Resume keys: ``score`` depends on tools and cards; the agent also on the VLM (the
         model it actually serves, once connected), the query and the prompts."""
-        calibration = self.settings.calibration
-        overlay = _file_digest(calibration) if calibration is not None else None
+        overlay = self.calibration_digest()
         if command == "score":
             return self.settings.fingerprint(
                 command, self.cards.hashes, overlay, include_agent=False
@@ -288,10 +317,13 @@ class Runtime:
         tool_columns: list[str] | None = None,
         extra_columns: list[str] | None = None,
         extra: Callable[[Result], Mapping[str, str]] | None = None,
+        force: bool = False,
     ) -> Iterator[tuple[ResultsWriter, TraceWriter]]:
         """The results CSV and its trace, closed as complete only when the block completes.
-        ``extra_columns`` are a command's own columns, filled per row by ``extra``."""
+        ``extra_columns`` are a command's own columns, filled per row by ``extra``; the
+        paths are checked first (``Outputs.check``: exit 2, nothing written)."""
         trace_path = trace_path_for(out, trace)
+        Outputs(out, trace_path, force).check()
         columns = columns_for(tool_columns) + list(extra_columns or [])
         writer = ResultsWriter(out, columns, resume=resume, extra=extra)
         tracer = TraceWriter(trace_path, append=resume, header=self.header(command))
@@ -326,13 +358,6 @@ class Unreachable:
         return None
 
 
-def trace_path_for(out: Path, trace: Path | None) -> Path:
-    """``--trace``, or beside the CSV: results.csv → trace.jsonl (SPEC §1), other names
-    <stem>.trace.jsonl."""
-    default = "trace.jsonl" if out.name == "results.csv" else out.stem + ".trace.jsonl"
-    return trace or out.with_name(default)
-
-
 def build_vlm(settings: Settings, cards: CardSet) -> VLM:
     """The VLM backend named by ``--vlm``: rules, an OpenAI-compatible URL, or vllm:MODEL."""
     from agentiqa_cli.agent.rules import RulesVLM
@@ -357,7 +382,9 @@ def build_vlm(settings: Settings, cards: CardSet) -> VLM:
         from agentiqa_cli.vlm.inprocess import InProcessVLM
 
         return InProcessVLM(model=spec[len("vllm:") :], image_pixels=settings.image_pixels)
-    raise ConfigError(f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {spec!r}")
+    raise ConfigError(
+        f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {redact_url(spec)!r}"
+    )
 
 
 def _file_digest(path: Path) -> str:

@@ -1,4 +1,5 @@
-"""``agentiqa score``: tools only, no VLM. Raw and normalized score per tool, fused by the mean."""
+"""``agentiqa score``: tools only, no VLM. Raw and normalized score per tool, fused (by
+default the worst tool: ``config.Settings.fusion``)."""
 
 from __future__ import annotations
 
@@ -35,9 +36,11 @@ def fuse_tools(norms: Sequence[float], fusion: str = "mean") -> float:
 
 
 class ToolScorer:
-    """``fusion="mean"`` is the paper's mean of normalized scores. ``"min"`` (the worst tool)
-    suits sets of specialised detectors: an image is as bad as its worst attribute, while
-    one bad attribute barely moves the mean of seven."""
+    """``fusion="mean"`` is the paper's mean of normalized scores. ``"min"`` (the worst tool,
+    the configured default) suits sets of specialised detectors: an image is as bad as its
+    worst attribute, while one bad attribute barely moves the mean of seven — a mean of N
+    detectors with one at 1 and the rest at 5 is 5 - 4/N (4.43 for seven), so a strong
+    single distortion can never reach the bottom of the scale."""
 
     def __init__(self, runner: ToolRunner, cards: list[ToolCard], fusion: str = "mean"):
         if fusion not in FUSIONS:
@@ -68,11 +71,12 @@ class ToolScorer:
                 )
             )
         if failed:
+            # a score from some of the requested tools is not the score asked for: the row
+            # is an error (transient: --resume tries it again); the tools that ran keep
+            # their cells
             msg = "; ".join(s.error or f"{s.tool} failed" for s in failed)
-            if not ok:
-                result.status, result.error = "error", msg
-            else:
-                result.error = msg  # partial: the fused score uses the tools that ran
+            result.status, result.error, result.transient = "error", msg, True
+            result.score, result.level = None, ""
         pair.trace.emit(
             "final",
             parsed={"score": result.score, "level": result.level, "status": result.status},

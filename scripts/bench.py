@@ -410,6 +410,9 @@ def bench_evaluate(n: int = 300, seeds: int = 10) -> None:
         )
         spread = ", ".join(f"{v} {m:.2f}" for v, m in zip(rep.verdicts, rep.means, strict=True))
         print(f"{'':12s} sampled: {spread}")
+        print(f"{'':12s} Low-or-worse share: folder {rep.full_low:.0%}, sampled "
+              f"{np.mean(rep.low_shares):.0%} (within 10 points: {rep.mix_close}/{k}); "
+              f"summary names a mix: {sum(rep.mixed_named)}/{k}")  # fmt: skip
     print("same/±1: sampled overall tier equal to / within one of the whole folder's; SRS: how often "
           "a plain random sample of the same size lands in the folder's tier; settled: runs whose "
           "95% interval lies inside one tier (the others say it spans two)")  # fmt: skip

@@ -5,7 +5,9 @@ made from the photos bundled with scikit-image and a documented pseudo-MOS: the 
 photo gets 5 and an image distorted at level L (1..5) gets 5 - 0.8·L (full-reference tools
 compare each image with its clean photo). The curve is the monotone form the built-in
 detectors use (bench.builtin_fit.fit_sigmoid: b4 = 0, direction from the card), because
-the free linear term turns these curves the wrong way inside the raw range. The
+the free linear term turns these curves the wrong way inside the raw range. Clean photos
+weigh as much in total as the distorted ones; a full-reference curve is then stretched so
+that an identical pair (the clean rows) maps to 5 (tools.logistic.anchor_top). The
 parameters and their provenance are recorded on each card.
 
     python scripts/calibrate_cards.py [--size 256] [--tools psnr,vsi,...] [--dry-run]
@@ -33,6 +35,7 @@ from agentiqa_cli.records import Result
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.cards import Logistic, ToolCard, load_cards, write_card_logistic
+from agentiqa_cli.tools.logistic import anchor_top
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,13 +82,20 @@ def main() -> None:
         kinds = len({r.kind for r in rows if r.level > 0})
         items = [Item(image=r.image, reference=r.reference or r.image) for r in rows]
         mos = np.array([pseudo_mos(r.level) for r in rows])
+        levels = np.array([r.level for r in rows])
         chosen = [cards.get(n) for n in names]
         rows_out = asyncio.run(_raw_rows(items, chosen))
         for card in chosen:
             raw = [raw_of(r, card.name) for r in rows_out]
             x = np.array([np.nan if v is None else v for v in raw], dtype=float)
             ok = np.isfinite(x)
-            params, rmse = fit_sigmoid(x[ok], mos[ok], higher_better=not card.lower_better)
+            clean = levels[ok] == 0
+            # clean images weigh as much in total as the distorted ones (as the detectors'
+            # fits do), so the curve's clean plateau is not outvoted by 60 distorted levels
+            w = np.where(clean, (~clean).sum() / max(1, clean.sum()), 1.0)
+            params, rmse = fit_sigmoid(x[ok], mos[ok], not card.lower_better, w)
+            if card.mode == "FR":  # a clean row is an identical pair: fidelity is perfect
+                params = anchor_top(params, float(np.median(x[ok][clean])))
             srcc = spearman(x[ok], mos[ok])
             print(
                 f"{card.name:10s} n={int(ok.sum()):4d} raw SRCC {srcc:+.3f} fit RMSE {rmse:.3f} params {[round(p, 4) for p in params]}"
@@ -95,8 +105,10 @@ def main() -> None:
             source = (
                 f"scripts/calibrate_cards.py on eval-bench synth: {int(ok.sum())} images (clean "
                 f"and {kinds} kinds x 5 levels) from the 8 photos bundled with scikit-image at "
-                f"{args.size} px, seed 0; pseudo-MOS 5 - 0.8*level; monotone logistic (b4 = 0); "
-                f"raw SRCC {srcc:+.2f}"
+                f"{args.size} px, seed 0; pseudo-MOS 5 - 0.8*level, clean weighing as much as "
+                f"distorted; monotone logistic (b4 = 0)"
+                + ("; stretched so an identical pair maps to 5" if card.mode == "FR" else "")
+                + f"; raw SRCC {srcc:+.2f}"
             )
             write_card_logistic(
                 default_cards_dir() / f"{card.name}.yaml",

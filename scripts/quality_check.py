@@ -1,4 +1,15 @@
-"""Quality target of the default no-reference score on synthetic distortions.
+"""The quality goals of issue 8 on the realset (default), or the synthetic check (--synthetic).
+
+Default (``make quality``): runs ``assess`` (rules backend), the default ``score`` and
+``score --fusion min`` through the Runtime, as the CLI does, on the realset built by
+``make realset`` (.cache/realset: clean real images and the distorted series of the unfitted
+photos), caches the rows in .cache/realset/quality/ (keyed by the code, cards, prompts,
+settings and images: any change reruns), and prints the goals table of bench.goals, the
+per-kind SRCC table and every clean image's judgement.
+
+    python scripts/quality_check.py [--kinds a,b] [--realset DIR] [--all-photos]
+
+--synthetic: the earlier check of the default no-reference score on synthetic distortions.
 
 The fused score is the plain mean of the normalized (1-5) scores of the default NR set, with
 the logistic parameters of their tool cards. On the photos bundled with scikit-image
@@ -21,17 +32,31 @@ those parameters (leave-one-photo-out), to show how much the in-sample fit flatt
 from __future__ import annotations
 
 import argparse
+import asyncio
+import hashlib
+import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from agentiqa_cli.bench.builtin_fit import TARGETS, Reading, fit_detector, read_items
+from agentiqa_cli.bench.goals import goals, judged_clean
+from agentiqa_cli.bench.methods import Item
+from agentiqa_cli.bench.realset import load_records
+from agentiqa_cli.bench.runs import Bench
 from agentiqa_cli.bench.synth import CHECK_KINDS, PHOTOS, generate, sample_photos
-from agentiqa_cli.bench.synth_eval import SynthRow, evaluate_synth
+from agentiqa_cli.bench.synth_eval import MODERATE_OR_WORSE, SynthRow, evaluate_synth, load_manifest
+from agentiqa_cli.config import Settings
+from agentiqa_cli.errors import AgentIQAError
 from agentiqa_cli.imaging.load import load_image
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.records import Result
 from agentiqa_cli.resources import default_cards_dir
+from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.cards import CardSet, load_cards
 from agentiqa_cli.tools.detectors import findings
 from agentiqa_cli.tools.logistic import normalize
@@ -106,10 +131,11 @@ def report(
         print(f"  {t.method:16s} {t.mean_srcc_within:6.3f} {t.rank_rate:6.3f}")
 
 
-def main() -> int:
+def synthetic_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    ap.add_argument("--synthetic", action="store_true")
     ap.add_argument("--kinds", default=",".join(CHECK_KINDS))
     default_nr = load_cards(default_cards_dir()).default_set(has_reference=False)
     ap.add_argument("--tools", default=",".join(c.name for c in default_nr))
@@ -121,7 +147,7 @@ def main() -> int:
     ap.add_argument(
         "--photos", default=",".join(PHOTOS), help="skimage.data images (offline ones only)"
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     kinds = [k for k in args.kinds.split(",") if k]
     tools = [t for t in args.tools.split(",") if t]
     cards = load_cards(args.cards)
@@ -158,6 +184,159 @@ def main() -> int:
     mod = sum(any(f.severity not in ("none", "slight") for f in fs) for fs in alarms) / len(alarms)
     print(f"any severity: {anyf:.0%}   moderate or worse: {mod:.0%}")
     return 0
+
+
+# -- the goals on the realset ---------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+METHODS = {  # name -> (command, settings besides the defaults)
+    "assess": ("assess", {}),
+    "score": ("score", {}),
+    "gate": ("score", {"fusion": "min"}),
+}
+
+
+def _code_digest() -> str:
+    h = hashlib.sha256()
+    for folder, pattern in (("agentiqa_cli", "*.py"), ("tool_cards", "*.yaml"), ("prompts", "*")):
+        for f in sorted((ROOT / folder).rglob(pattern)):
+            if f.is_file() and "__pycache__" not in f.parts:
+                h.update(f.relative_to(ROOT).as_posix().encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+async def _run_method(method: str, paths: list[Path], cache: Path, digest: str) -> list[Result]:
+    """One method's rows on ``paths``, from the cache when code, settings and images match."""
+    command, extra = METHODS[method]
+    settings = Settings(device="cpu", concurrency=2, **extra)
+    blob = json.dumps([digest, method, settings.model_dump(mode="json"), [str(p) for p in paths]])
+    f = cache / f"{method}-{hashlib.sha256(blob.encode()).hexdigest()[:16]}.jsonl"
+    if f.exists():
+        return [Result.model_validate_json(line) for line in f.read_text("utf-8").splitlines()]
+    t0 = time.perf_counter()
+    async with Runtime(settings) as rt:
+        bench = Bench(rt, TraceWriter(None))
+        items = [Item(image=p, key=str(p)) for p in paths]
+        process = await rt.agent() if command == "assess" else rt.scorer(rt.score_cards(False))
+        rows = await bench.run(method, items, process, command, refs=False)
+    cache.mkdir(parents=True, exist_ok=True)
+    f.write_text("".join(r.model_dump_json() + "\n" for r in rows), "utf-8")
+    print(f"  ran {method} on {len(paths)} images in {time.perf_counter() - t0:.0f} s", flush=True)
+    return rows
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def realset_main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--realset", type=Path, default=ROOT / ".cache" / "realset")
+    ap.add_argument("--kinds", default=",".join(CHECK_KINDS), help="distortion kinds measured")
+    ap.add_argument(
+        "--all-photos",
+        action="store_true",
+        help="also count the photos the detectors were fitted on",
+    )
+    args = ap.parse_args(argv)
+    try:
+        records = load_records(args.realset)
+        synth = load_manifest(args.realset / "synth" / "manifest.csv")
+    except AgentIQAError as e:
+        print(f"quality: {e}", file=sys.stderr)
+        return 2
+    kinds = {k for k in args.kinds.split(",") if k}
+    missing = kinds - {r.kind for r in synth}
+    if missing:
+        print(f"quality: kinds {sorted(missing)} are not in the realset", file=sys.stderr)
+        return 2
+    synth = [r for r in synth if r.level == 0 or r.kind in kinds]
+    clean = [r for r in records if args.all_photos or not r.fitted]
+    clean_paths = [args.realset / r.file for r in clean]
+    synth_paths = [r.image for r in synth]
+    cache, digest = args.realset / "quality", _code_digest()
+    print(
+        f"realset: {len(clean)} clean images at {max(Image.open(clean_paths[0]).size)} px "
+        f"({'incl.' if args.all_photos else 'without'} the fitted scikit-image photos); "
+        f"{len(synth)} images of {len({r.content for r in synth})} photos x "
+        f"{len(kinds)} kinds x levels 1-5 at 512 px"
+    )
+
+    async def run_all() -> dict[str, list[Result]]:
+        return {
+            "clean_assess": await _run_method("assess", clean_paths, cache, digest),
+            "clean_gate": await _run_method("gate", clean_paths, cache, digest),
+            "synth_assess": await _run_method("assess", synth_paths, cache, digest),
+            "synth_score": await _run_method("score", synth_paths, cache, digest),
+            "synth_gate": await _run_method("gate", synth_paths, cache, digest),
+        }
+
+    rows = asyncio.run(run_all())
+    table = goals(
+        [r.styles for r in clean],
+        rows["clean_assess"],
+        rows["clean_gate"],
+        synth,
+        rows["synth_assess"],
+        rows["synth_score"],
+        rows["synth_gate"],
+    )
+    print(f"\n{'goal':42s} {'value':>8s} {'target':>8s} {'n':>6s}  met")
+    for g in table:
+        val = (
+            f"{g.value:+.3f}"
+            if g.target == 0
+            else (f"{g.value:.3f}" if "SRCC" in g.name else _pct(g.value))
+            if g.value is not None
+            else "-"
+        )
+        tgt = f"{g.target:.2f}" if "SRCC" in g.name else f">={g.target:.0%}"
+        met = {True: "yes", False: "NO", None: "-"}[g.met]
+        print(f"{g.name:42s} {val:>8s} {tgt:>8s} {g.n:6d}  {met}  {g.note}")
+
+    rep = evaluate_synth(
+        synth,
+        {
+            "assess": [r.score for r in rows["synth_assess"]],
+            "score": [r.score for r in rows["synth_score"]],
+            "score --fusion min": [r.score for r in rows["synth_gate"]],
+        },
+    )
+    print("\nper kind: SRCC of score against level within each photo (averaged), and clean")
+    print("above level 4-5 of other photos")
+    names = [m.method for m in rep.methods]
+    print(f"{'kind':13s}" + "".join(f"{n[:18]:>20s}" for n in names))
+    for i, k in enumerate(rep.methods[0].kinds):
+        cells = [m.kinds[i] for m in rep.methods]
+        print(
+            f"{k.kind:13s}"
+            + "".join(f"{c.srcc_within or 0:10.3f}{_pct(c.rank_rate):>10s}" for c in cells)
+        )
+    print(
+        f"{'MEAN':13s}"
+        + "".join(f"{m.mean_srcc_within or 0:10.3f}{_pct(m.rank_rate):>10s}" for m in rep.methods)
+    )
+
+    print("\nclean images: assess score, findings (moderate or worse marked *); gate score")
+    for rec, a, g in zip(clean, rows["clean_assess"], rows["clean_gate"], strict=True):
+        fs = "; ".join(
+            ("*" if f.severity in MODERATE_OR_WORSE else "") + f"{f.category}:{f.severity}"
+            for f in a.distortions
+        )
+        ok = {True: "clean", False: "DAMAGED", None: "error"}[judged_clean(a)]
+        print(
+            f"  {rec.name:13s} {','.join(rec.styles):18s} {a.score or 0:5.2f} {ok:8s} "
+            f"gate {g.score or 0:4.2f}  {fs or '-'}{a.error}"
+        )
+    return 0
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    return synthetic_main(argv) if "--synthetic" in argv else realset_main(argv)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,17 @@ def natural_like(h: int = 96, w: int = 128, seed: int = 0) -> np.ndarray:
     return np.clip(img, 0, 1).astype(np.float32)
 
 
+def scene(seed: int, w: int = 320, h: int = 240) -> Image.Image:
+    """A distinct picture per seed: random colour blobs at two scales (natural_like's layout
+    is the same for every seed, so its images are near duplicates of each other)."""
+    rng = np.random.default_rng(seed)
+    coarse = Image.fromarray((rng.random((6, 8, 3)) * 255).astype(np.uint8))
+    fine = Image.fromarray((rng.random((max(1, h // 8), max(1, w // 8), 3)) * 255).astype(np.uint8))
+    big = np.asarray(coarse.resize((w, h), Image.Resampling.BICUBIC), dtype=np.float32)
+    det = np.asarray(fine.resize((w, h), Image.Resampling.NEAREST), dtype=np.float32)
+    return Image.fromarray((0.7 * big + 0.3 * det).astype(np.uint8))
+
+
 def save_rgb(path: Path, arr: np.ndarray, **kw: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray((np.clip(arr, 0, 1) * 255).round().astype(np.uint8)).save(path, **kw)

@@ -146,3 +146,30 @@ def test_calibrate_runs_tools_over_a_dataset(tmp_path: Path) -> None:
         assert f.srcc == pytest.approx(1.0) and f.rmse is not None and f.rmse < 0.05
     assert all(ref is None for name, _, ref in runner.seen if name == "nr")
     assert all(ref == "ref.png" for name, _, ref in runner.seen if name == "fr")
+
+
+def _dip_data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Sharpness-like readings: blurred images low, clean high, and a group of other
+    distortions that read sharp but are rated low (noise reads as detail)."""
+    rng = np.random.default_rng(seed)
+    blurred = rng.uniform(0.05, 0.35, 120)
+    mixed = rng.uniform(0.35, 0.7, 80)
+    sharp_bad = rng.uniform(0.66, 0.74, 60)
+    clean = rng.uniform(0.74, 0.9, 40)
+    x = np.concatenate([blurred, mixed, sharp_bad, clean])
+    y = np.concatenate(
+        [1 + 8 * blurred, np.full(80, 3.4), np.full(60, 2.0), np.full(40, 4.9)]
+    ) + rng.normal(0, 0.1, x.size)
+    return x, y
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_calibrated_curves_are_monotone_over_the_raw_range(seed: int) -> None:
+    raw, mos = _dip_data(seed)
+    fit = fit_tool(card("sharp"), list(raw), list(mos), mos_range=(1, 5))
+    assert fit.params is not None and fit.increasing is True and not fit.suspect
+    grid = np.linspace(-10.0, 10.0, 4001)  # the card's whole raw_range, not just the data
+    step = np.diff(logistic5(grid, *fit.params))
+    assert (step >= -1e-12).all()
+    lo, mid, hi = logistic5(np.array([0.3, 0.7, 0.76]), *fit.params)
+    assert lo <= mid <= hi

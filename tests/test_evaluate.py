@@ -12,13 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from agentiqa_cli.bench.evaluate_bench import make_collection
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
 from agentiqa_cli.evaluate.generator import Generator
 from agentiqa_cli.evaluate.loop import EVAL_COLUMNS, EvalConfig, Evaluation
 from agentiqa_cli.evaluate.records import RoundEvent, Verdict
-from agentiqa_cli.evaluate.tiers import Tiers
+from agentiqa_cli.evaluate.tiers import TIER_NAMES, Tiers
 from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.vlm.base import VLMRequest
 from agentiqa_cli.vlm.fake import ScriptedVLM
@@ -84,6 +85,27 @@ def test_verdict_rows_and_trace(tmp_path: Path, folder: Path) -> None:
     assert sorted(drawn) == sorted(df["image"])
     probed = [e for e in v.sub_aspects if e.probed and e.mean is not None]
     assert probed and v.worst == min(probed, key=lambda e: e.mean or 0).sub_aspect
+
+
+def test_the_verdict_reports_how_the_images_spread_over_the_tiers(tmp_path: Path) -> None:
+    """70% clean photos, 30% with extreme noise: the mean's tier describes few of them, so
+    the verdict estimates each tier's share (hard sampling reweighted) and says so."""
+    folder = make_collection(tmp_path / "mixed", "mixed", n=30)
+    code, payload = run_json(folder, "-o", tmp_path / "r.csv", "--max-samples", "18")
+    v = Verdict.model_validate(payload["verdict"])
+    assert code == 0 and [t.tier for t in v.mix] == list(TIER_NAMES)
+    assert abs(sum(t.share for t in v.mix) - 1) < 1e-3
+    assert all(0 <= t.lo <= t.share <= t.hi <= 1 for t in v.mix)
+    full = tmp_path / "full.csv"
+    assert invoke("assess", folder, "-o", full, *RULES)[0] == 0
+    tiers = Tiers()
+    truth = pd.Series([tiers.tier(s) for s in rows(full)["score"]]).value_counts(normalize=True)
+    low = {"Very Low", "Low"}
+    est_low = sum(t.share for t in v.mix if t.tier in low)
+    true_low = float(sum(truth.get(t, 0.0) for t in low))
+    assert 0.2 < true_low < 0.4  # the folder is a mix
+    assert abs(est_low - true_low) < 0.2
+    assert "A mixed collection:" in v.summary
 
 
 def test_same_seed_same_samples_another_seed_others(tmp_path: Path, folder: Path) -> None:

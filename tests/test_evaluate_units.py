@@ -20,10 +20,11 @@ from agentiqa_cli.evaluate.planning import (
     RoundView,
     rules_eval_plan,
 )
-from agentiqa_cli.evaluate.records import Estimate
+from agentiqa_cli.evaluate.records import Estimate, TierShare
 from agentiqa_cli.evaluate.sampling import draw_pool, round_rng, split
 from agentiqa_cli.evaluate.stats import Known, RoundData, combine, round_estimate
 from agentiqa_cli.evaluate.tiers import Tiers, parse_tier, tiers_from_reference
+from agentiqa_cli.evaluate.verdict import mix_text
 from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
 from agentiqa_cli.tools.cards import load_cards
 from agentiqa_cli.vlm.base import VLMReply
@@ -309,3 +310,15 @@ def test_bench_collections_have_the_stated_mix(tmp_path: Path) -> None:
     assert [s > 0.05 for s in sigma] == [True] * 3 + [False] * 7  # 30% extreme noise
     assert 0.3 < srs_agreement([4.5] * 10 + [2.3] * 10, 8) < 0.8  # mean 3.4, near the 3.5 cut
     assert srs_agreement([4.0] * 30, 10) == 1.0
+
+
+def test_the_mix_is_named_only_when_no_tier_holds_most_images() -> None:
+    def share(tier: str, x: float) -> TierShare:
+        return TierShare(tier=tier, share=x, lo=max(0, x - 0.1), hi=min(1, x + 0.1))
+
+    mixed = [share("Very Low", 0.3), share("Low", 0.02), share("High", 0.68)]
+    assert mix_text(mixed) == (
+        "A mixed collection: 68% High (58%-78%), 30% Very Low (20%-40%) of the images."
+    )
+    assert mix_text([share("High", 0.8), share("Moderate", 0.2)]) == ""
+    assert mix_text([]) == ""

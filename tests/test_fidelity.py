@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agentiqa_cli.batch import Decoder, Pair
+from agentiqa_cli.config import Settings
+from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.vlm.fake import ScriptedVLM
 from tests.conftest import natural_like, save_rgb
+from tests.test_agent import run_agent, summary_reply
 from tests.test_cli_score import invoke
 
 
@@ -39,3 +44,65 @@ def test_non_monotone_curves_are_warned_on_the_card_and_by_tools_show(
     code, _ = invoke("tools", "show", "ckdn")
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     assert code == 0 and "not monotone" in err and "agentiqa calibrate" in err
+
+
+# -- item 6: per-object tool execution ------------------------------------------------------------
+def _half_blurred(tmp_path: Path) -> Pair:
+    """A sharp texture on the left half, the same texture blurred on the right half."""
+    from scipy.ndimage import gaussian_filter
+
+    img = natural_like(160, 256, seed=3)
+    img[:, 128:] = gaussian_filter(img[:, 128:], sigma=(4, 4, 0))
+    path = save_rgb(tmp_path / "face.png", img)
+    job = Job(image=path, root=tmp_path)
+    image, ref = Decoder(10**8).decode(job)
+    return Pair(job, image, ref, key="k")
+
+
+def _object_script(locate: dict[str, object]) -> dict[str, object]:
+    plan = {
+        "query_type": "IQA", "query_scope": ["the face"], "distortion_source": "explicit",
+        "distortions": {"the face": ["Blurs"]}, "reference_mode": "No-Reference",
+        "required_tools": None,
+        "plan": {"distortion_detection": True, "distortion_analysis": True,
+                 "tool_selection": True, "tool_execute": True},
+    }  # fmt: skip
+    examine = {"distortion_analysis": {"the face": [
+        {"type": "Blurs", "severity": "moderate", "explanation": "soft"}]}}  # fmt: skip
+    return {
+        "planner": plan,
+        "examine": examine,
+        "select": {"selected_tools": {"the face": {"Blurs": "sharpness"}}},
+        "locate": locate,
+        "summarize": lambda r: summary_reply("fair"),
+    }
+
+
+def test_a_distortion_of_a_named_object_is_measured_on_its_located_region(tmp_path: Path) -> None:
+    settings = Settings(concurrency=1)
+    vlm = ScriptedVLM(_object_script({"found": True, "box": {"x1": 0.5, "y1": 0.0, "x2": 1.0, "y2": 1.0}}))  # fmt: skip
+    trace = tmp_path / "t.jsonl"
+    (result,) = run_agent(settings, vlm, [_half_blurred(tmp_path)], trace, "Is the face in focus?")
+    whole = next(t for t in result.tools if t.tool == "sharpness" and t.scope is None)
+    face = next(t for t in result.tools if t.tool == "sharpness" and t.scope == "the face")
+    assert face.distortion == "Blurs" and face.norm is not None and whole.norm is not None
+    assert face.norm < whole.norm - 0.5  # the blurred half reads as blurred on its own
+    assert len(vlm.calls("locate")) == 1 and vlm.calls("locate")[0].messages[-1].images
+    assert f"sharpness@the face={face.norm:.3f}" in result.tools_cell()
+    events = [json.loads(x) for x in trace.read_text().splitlines()]
+    assert any(e["step"] == "tool" and e.get("note") == "on the region of the face" for e in events)
+    # the summarizer is told which reading is the object's
+    summary_prompt = (
+        vlm.calls("summarize")[0].messages[-1].text + vlm.calls("summarize")[0].messages[0].text
+    )
+    assert "(for Blurs of the face)" in summary_prompt
+
+
+def test_an_object_not_found_keeps_the_whole_image_reading_only(tmp_path: Path) -> None:
+    settings = Settings(concurrency=1)
+    vlm = ScriptedVLM(_object_script({"found": False, "box": None}))
+    trace = tmp_path / "t.jsonl"
+    (result,) = run_agent(settings, vlm, [_half_blurred(tmp_path)], trace, "Is the face in focus?")
+    assert result.status == "ok" and all(t.scope is None for t in result.tools)
+    events = [json.loads(x) for x in trace.read_text().splitlines()]
+    assert any("the face: not found" in (e.get("note") or "") for e in events)

@@ -7,6 +7,8 @@ import pytest
 from agentiqa_cli.agent import inputs as I
 from agentiqa_cli.agent.prompts import load_prompts
 from agentiqa_cli.agent.rules import RulesVLM
+from agentiqa_cli.imperfect.records import Box, Fill, Imperfection
+from agentiqa_cli.imperfect.roles import FixInput, LocateInput
 from agentiqa_cli.records import Finding, Plan, PlanSwitches, ToolScore
 from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
 from agentiqa_cli.tools.cards import load_cards
@@ -18,6 +20,8 @@ PLAN = Plan(query_type="IQA", query_scope="Global", distortion_source="inferred"
                               tool_selection=True, tool_execute=True))  # fmt: skip
 EVIDENCE = [ToolScore(tool="noise", raw=0.05, norm=2.0)]
 CARDS = load_cards(default_cards_dir())
+_BOX = Box(x1=0.0, y1=0.0, x2=0.25, y2=0.25)
+HINT = Imperfection(type="overlay", box=_BOX, operations=[Fill(bbox=_BOX)])
 
 
 def examples() -> list[RoleInput]:
@@ -32,6 +36,8 @@ def examples() -> list[RoleInput]:
         ),
         I.SummarizeInput(plan=PLAN, **look),
         I.InterpretInput(plan=PLAN, options={"A": "noise", "B": "blur"}, **look),
+        FixInput(query="q", width=64, height=48, hints=[HINT]),
+        LocateInput(query="q", target="the pasted picture", width=64, height=48, hints=[HINT]),
     ]
 
 

@@ -107,10 +107,10 @@ def test_decompression_bomb_refused(tmp_path: Path) -> None:
 
 
 def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, photo: Path) -> None:
-    def deny(self: Path) -> bytes:
+    def deny(path: object, flags: int, *args: object) -> int:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(Path, "read_bytes", deny)
+    monkeypatch.setattr(os, "open", deny)
     with pytest.raises(ImageError, match="permission denied"):
         load_image(photo)
 

@@ -54,7 +54,7 @@ def test_resume_drops_partial_line_and_skips_done(tmp_path: Path) -> None:
     with open(out, "ab") as f:
         f.write(b"img3.png,,ok,,2.0,po")
     w2 = ResultsWriter(out, columns_for(None), resume=True)
-    assert w2.done_keys == {"k1", "k2"}
+    assert {k for _, k in w2.done} == {"k1", "k2"}
     w2.write(_result(3))
     w2.close()
     df = pd.read_csv(out)
@@ -98,7 +98,7 @@ def test_transient_errors_are_retried_on_resume(tmp_path: Path) -> None:
         w.write(Result(image="b.png", key="kb", status="error", error="empty file"))
         w.write(_result(3))
     w2 = ResultsWriter(out, columns_for(None), resume=True)
-    assert w2.done_keys == {"kb", "k3"}
+    assert {k for _, k in w2.done} == {"kb", "k3"}
     w2.close()
 
 
@@ -109,7 +109,7 @@ def test_resume_drops_a_record_cut_inside_a_quoted_cell(tmp_path: Path) -> None:
     with open(out, "ab") as f:
         f.write(b'img2.png,,ok,,3.0,fair,"line one\n')  # killed after an embedded newline
     w2 = ResultsWriter(out, columns_for(None), resume=True)
-    assert w2.done_keys == {"k1"}
+    assert {k for _, k in w2.done} == {"k1"}
     w2.write(_result(2))
     w2.close()
     assert pd.read_csv(out)["key"].tolist() == ["k1", "k2"]

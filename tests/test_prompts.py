@@ -9,13 +9,14 @@ import pytest
 import yaml
 from annotated_types import MaxLen
 from jinja2.exceptions import SecurityError
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from agentiqa_cli.agent.prompts import (
     ROLES,
     PromptSpec,
     load_prompt,
     load_prompts,
+    make_env,
     option_letters,
 )
 from agentiqa_cli.agent.replies import (
@@ -170,10 +171,12 @@ def test_a_missing_key_inside_a_variable_is_an_error(prompts: dict[str, PromptSp
     ],
 )
 def test_templates_cannot_reach_python_internals(expr: str) -> None:
-    spec = PromptSpec.model_validate({**_yaml("planner"), "system": expr})
-    with pytest.raises(ConfigError, match="unsafe") as info:
-        spec.render(query="q", has_reference=False, tool_names=["psnr"])
-    assert isinstance(info.value.__cause__, SecurityError)
+    # refused at load (exit 2 before any image), not per image
+    with pytest.raises(ValidationError, match="unsafe template"):
+        PromptSpec.model_validate({**_yaml("planner"), "system": expr})
+    # and the sandbox still refuses it when rendering
+    with pytest.raises(SecurityError):
+        make_env().from_string(expr).render(query="q")
 
 
 # -- schemas ----------------------------------------------------------------------------

@@ -35,9 +35,10 @@ def photo(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
 
 
 def assess(
-    tmp: Path, arrays: dict[str, np.ndarray], query: str | None = None, fusion: str = "mean"
+    tmp: Path, arrays: dict[str, np.ndarray], query: str | None = None, fusion: str | None = None
 ) -> dict[str, object]:
-    settings = Settings(concurrency=2, fusion=fusion, **({"query": query} if query else {}))
+    extra = ({"query": query} if query else {}) | ({"fusion": fusion} if fusion else {})
+    settings = Settings(concurrency=2, **extra)  # type: ignore[arg-type]
     dec = Decoder(10**8)
     pairs = []
     for name, arr in arrays.items():

@@ -20,6 +20,7 @@ from agentiqa_cli.bench.synth import (
     sample_photos,
 )
 from agentiqa_cli.bench.synth_eval import load_manifest
+from agentiqa_cli.errors import ConfigError
 
 LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 
@@ -117,7 +118,7 @@ def test_manifest_parses_and_resolves(tmp_path, clean_dir):
 
 
 def test_unknown_kind_is_refused(tmp_path, clean_dir):
-    with pytest.raises(ValueError, match="unknown distortion kind 'fog'"):
+    with pytest.raises(ConfigError, match="unknown distortion kind 'fog'"):
         generate(clean_dir, tmp_path, ["fog"], [1])
 
 

@@ -6,6 +6,10 @@ paper's weighting and yields a proper expectation over levels. The paper's q̄ i
 the tools' scores; here it is the tools' joint score as ``score`` fuses them
 (``scoring.fuse_tools``: the mean reproduces the paper). No tool scores → the VLM's
 expectation ``Σ p_c c``; no log-probabilities → uniform ``p``. Never a random score.
+
+Non-finite log-probabilities (NaN, ±inf from a broken server) are missing values, never
+numbers: a level position holding one gives no ``p`` at all (uniform), so the score is the
+tools' own, inside 1–5, and never a confident "bad" made of NaN.
 """
 
 from __future__ import annotations
@@ -30,9 +34,13 @@ def gaussian_weights(qbar: float, eta: float = 1.0) -> list[float]:
 def fuse(qbar: float | None, p: Sequence[float] | None, eta: float = 1.0) -> float:
     """Final 1–5 score from the tools' joint score ``qbar`` (Eq. 4's q̄; None when no tool
     ran) and the five level probabilities (ordered bad … excellent)."""
+    if qbar is not None and not math.isfinite(qbar):
+        raise ValueError(f"the tools' joint score must be finite, got {qbar}")
     probs = list(p) if p is not None else [0.2] * 5
     if len(probs) != 5:
         raise ValueError("need five level probabilities")
+    if not all(math.isfinite(x) and x >= 0.0 for x in probs) or sum(probs) <= 0.0:
+        probs = [0.2] * 5  # not a distribution: no information, as without log-probabilities
     if qbar is None:
         return _clip(sum(pc * c for pc, c in zip(probs, range(1, 6), strict=True)))
     alpha = gaussian_weights(qbar, eta)
@@ -48,8 +56,11 @@ def _clip(q: float) -> float:
 
 
 def softmax_levels(logprobs: dict[str, float]) -> list[float]:
-    """p_c from log-probabilities keyed by level name (Eq. 5), floor for missing levels."""
-    raw = [math.exp(logprobs[lv]) if lv in logprobs else LEVEL_FLOOR for lv in LEVELS]
+    """p_c from log-probabilities keyed by level name (Eq. 5), floor for missing levels
+    (a non-finite value counts as missing)."""
+    # a log-probability is at most 0: larger values are clamped (and cannot overflow)
+    finite = {lv: min(lp, 0.0) for lv, lp in logprobs.items() if math.isfinite(lp)}
+    raw = [math.exp(finite[lv]) if lv in finite else LEVEL_FLOOR for lv in LEVELS]
     s = sum(raw)
     return [x / s for x in raw]
 
@@ -68,8 +79,37 @@ def level_logprobs(reply: VLMReply, prefix: str = "") -> dict[str, float] | None
 
     ``prefix`` is the text generated before the level (``'{"level":"'`` for the summarizer's
     JSON, empty for a bare choice). Tokens at that position that begin exactly one level
-    add their probability to it. None when the reply carries no log-probabilities.
+    add their probability to it. None when the reply carries no log-probabilities, or
+    when any value at that position is not finite (``nonfinite_note`` says so).
     """
+    top = _level_position(reply, prefix)
+    if top is None or not all(math.isfinite(lp) for lp in top.values()):
+        return None
+    mass: dict[str, float] = {}
+    for tok, lp in top.items():
+        lv = _level_for_token(tok)
+        if lv is not None:
+            mass[lv] = mass.get(lv, 0.0) + math.exp(lp)
+    mass = {lv: m for lv, m in mass.items() if m > 0.0}  # exp underflows to 0 far below
+    if not mass:
+        return None
+    return {lv: math.log(m) for lv, m in mass.items()}
+
+
+def nonfinite_note(reply: VLMReply, prefix: str = "") -> str | None:
+    """For the trace: what was wrong with the level position's log-probabilities, if any."""
+    top = _level_position(reply, prefix)
+    bad = sorted(tok for tok, lp in (top or {}).items() if not math.isfinite(lp))
+    if not bad:
+        return None
+    return (
+        f"non-finite log-probabilities for {', '.join(map(repr, bad))} treated as missing "
+        "(p uniform: the score is the tools')"
+    )
+
+
+def _level_position(reply: VLMReply, prefix: str) -> dict[str, float] | None:
+    """The {token: logprob} of the position where the level is generated."""
     if not reply.top_logprobs:
         return None
     pos = 0
@@ -89,11 +129,4 @@ def level_logprobs(reply: VLMReply, prefix: str = "") -> dict[str, float] | None
             return None
     if pos >= len(reply.top_logprobs):
         return None
-    mass: dict[str, float] = {}
-    for tok, lp in reply.top_logprobs[pos].items():
-        lv = _level_for_token(tok)
-        if lv is not None:
-            mass[lv] = mass.get(lv, 0.0) + math.exp(lp)
-    if not mass:
-        return None
-    return {lv: math.log(m) for lv, m in mass.items()}
+    return reply.top_logprobs[pos]

@@ -50,7 +50,10 @@ def analysis_view(findings: list[Finding]) -> dict[str, list[dict[str, str]]]:
 
 
 def scores_view(scores: list[ToolScore]) -> list[dict[str, object]]:
-    return [{"tool": s.tool, "distortion": s.distortion, "norm": s.norm} for s in scores]
+    return [
+        {"tool": s.tool, "distortion": s.distortion, "scope": s.scope, "norm": s.norm}
+        for s in scores
+    ]
 
 
 class PlannerInput(RoleInput):

@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
-from agentiqa_cli.agent.fusion import fuse, level_logprobs, softmax_levels
+from agentiqa_cli.agent.advice import Advice, ToolAdvisor
+from agentiqa_cli.agent.crops import crop_sha256, cut
+from agentiqa_cli.agent.fusion import fuse, level_logprobs, nonfinite_note, softmax_levels
 from agentiqa_cli.agent.inputs import (
     AnalyzeInput,
     DetectInput,
@@ -30,9 +32,12 @@ from agentiqa_cli.agent.inputs import (
 )
 from agentiqa_cli.agent.probe import ProbeOutcome, probe_rules, probe_vlm, should_zoom
 from agentiqa_cli.agent.replies import AnalyzeReply, ScoreReply
-from agentiqa_cli.agent.roles import Asker, Prober
+from agentiqa_cli.agent.roles import Asker, Prober, images_of
 from agentiqa_cli.batch import Pair, trace_tool_scores
 from agentiqa_cli.errors import VLMError
+from agentiqa_cli.imaging.load import LoadedImage
+from agentiqa_cli.imperfect.records import LocateReply
+from agentiqa_cli.imperfect.roles import LocateInput
 from agentiqa_cli.io.trace import ImageTrace
 from agentiqa_cli.records import (
     LEVELS,
@@ -70,8 +75,18 @@ class AgentOptions:
 
 
 class Agent:
-    def __init__(self, asker: Asker, cards: CardSet, runner: ToolRunner, options: AgentOptions):
+    def __init__(
+        self,
+        asker: Asker,
+        cards: CardSet,
+        runner: ToolRunner,
+        options: AgentOptions,
+        advisor: ToolAdvisor | None = None,
+    ):
+        """``advisor`` (an experience pool) may choose tools for some categories instead of
+        the ``select`` role, and learns from each image (``agent/advice.py``)."""
         self.ask = asker
+        self.advisor = advisor
         self.cards = cards
         self.runner = runner
         self.opt = options
@@ -136,6 +151,52 @@ class Agent:
             )
         return dict(chosen)
 
+    async def choose(
+        self,
+        categories: Sequence[Category],
+        full_reference: bool,
+        evidence: Sequence[ToolScore],
+        usage: Usage,
+        pair: Pair,
+    ) -> dict[str, str]:
+        """A tool per category: from the advisor where it knows (traced with its d and SE;
+        no model call), from the ``select`` role for the rest."""
+        advised: dict[str, Advice] = {}
+        if self.advisor is not None:
+            for cat in categories:
+                advice = self.advisor.advise(cat, full_reference, evidence)
+                if advice is not None:
+                    advised[cat] = advice
+        if advised:
+            parsed: dict[str, JsonValue] = {
+                cat: {"tool": a.tool, "level": a.level, **a.detail} for cat, a in advised.items()
+            }
+            pair.trace.emit(
+                "select",
+                request={"categories": list[JsonValue](sorted(advised))},
+                parsed=parsed,
+                note="experience pool (no model call)",
+            )
+        rest = [c for c in categories if c not in advised]
+        chosen = await self.select(rest, full_reference, usage, pair) if rest else {}
+        return chosen | {cat: a.tool for cat, a in advised.items()}
+
+    async def _learn(self, pair: Pair, findings: Sequence[Finding]) -> None:
+        """The advisor learns from this image (``--evolve``); a failure is traced, never
+        the image's error."""
+        if self.advisor is None:
+            return
+        cats = [f.category for f in findings if f.severity != "none"]
+        try:
+            learnt = await asyncio.to_thread(
+                self.advisor.learn, pair.image, cats, pair.reference is not None
+            )
+        except Exception as e:
+            pair.trace.emit("experience", note=f"experience pool not updated: {e}")
+            return
+        if learnt:
+            pair.trace.emit("experience", parsed=learnt)
+
     async def _evidence(self, pair: Pair) -> list[ToolScore]:
         """Every signal detector on the image: cheap, and what detection rests on."""
 
@@ -151,9 +212,18 @@ class Agent:
         trace_tool_scores(pair, evidence, note="evidence (signal detectors)")
         return evidence
 
+    def _looking(self, has_ref: bool, evidence: list[ToolScore]) -> dict[str, Any]:
+        """What every role that looks at the image is told (``inputs._Looking``)."""
+        return {
+            "query": self.opt.query,
+            "has_reference": has_ref,
+            "evidence": evidence,
+            "show_evidence": self.opt.show_evidence,
+        }
+
     # -- one image ----------------------------------------------------------------------------
     async def __call__(self, pair: Pair) -> Result:
-        usage = Usage()
+        usage = pair.usage  # shared with the batch: an error row still counts the calls
         has_ref = pair.reference is not None
         plan = await self.plan(has_ref, usage, pair.trace)
         evidence = await self._evidence(pair)
@@ -164,14 +234,12 @@ class Agent:
         scores: list[ToolScore] = []
         summary: ScoreReply | None = None
         reply_lp: dict[str, float] | None = None
+        lp_note: str | None = None
         for round_ in range(MAX_REPLANS + 1):
             findings, scores = await self._measure(plan, pair, evidence, usage)
             findings += local
             inputs = SummarizeInput(
-                query=self.opt.query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
+                **self._looking(has_ref, evidence),
                 plan=plan,
                 findings=findings,
                 tool_scores=scores,
@@ -179,6 +247,7 @@ class Agent:
             )
             summary, reply = await self.ask.summarize(inputs, usage, pair)
             reply_lp = level_logprobs(reply, SUMMARY_PREFIX)
+            lp_note = nonfinite_note(reply, SUMMARY_PREFIX)
             if summary.sufficient or round_ == MAX_REPLANS:
                 break
             plan = await self._replan(plan, pair, summary.reasoning, usage, round_ + 1)
@@ -200,6 +269,7 @@ class Agent:
         result.distortions = [f for f in findings if f.severity != "none"]
         result.tools = scores
         result.usage = usage
+        await self._learn(pair, findings)
         _trace_final(
             pair,
             result,
@@ -210,6 +280,7 @@ class Agent:
                 "probe_penalty": penalty if probe is not None else None,
                 "reasoning": summary.reasoning,
                 "levels": list(LEVELS),
+                **({"logprobs_note": lp_note} if lp_note else {}),
             },
         )
         return result
@@ -225,7 +296,7 @@ class Agent:
         from the plan and the distortion analysis, an executor-tool question also from the
         tools chosen and run, a summarizer question (or ``None``: the whole agent) from
         everything. Insufficient evidence replans, as in ``assess``."""
-        usage = Usage()
+        usage = pair.usage  # shared with the batch: an error row still counts the calls
         has_ref = pair.reference is not None
         if track == "planner":
             plan = await self.plan(has_ref, usage, pair.trace, query=quoted_query(self.opt.query))
@@ -240,10 +311,7 @@ class Agent:
             elif track != "planner":
                 findings, scores = await self._measure(plan, pair, evidence, usage)
             inputs = InterpretInput(
-                query=self.opt.query,
-                has_reference=has_ref,
-                evidence=evidence,
-                show_evidence=self.opt.show_evidence,
+                **self._looking(has_ref, evidence),
                 plan=plan,
                 findings=findings,
                 tool_scores=scores,
@@ -377,7 +445,7 @@ class Agent:
         else:
             cats = list(dict.fromkeys(f.category for f in findings if f.severity != "none"))
             if sw.tool_selection and cats and self.candidates(full_ref):
-                selected = await self.select(cats, full_ref, usage, pair)
+                selected = await self.choose(cats, full_ref, evidence, usage, pair)
                 by_category = {c: self._measuring(c, t, evidence) for c, t in selected.items()}
             # the tools chosen for the distortions, then the set `score` runs: the agent's
             # q̄ always rests on at least the evidence `score` reports, never on one
@@ -394,12 +462,85 @@ class Agent:
         trace_tool_scores(pair, ran)
         fresh = {s.tool: s for s in ran}
         for_cat = {tool: cat for cat, tool in by_category.items()}
-        return [
+        whole = [
             (done.get(c.name) or fresh[c.name]).model_copy(
                 update={"distortion": for_cat.get(c.name)}
             )
             for c in cards
         ]
+        return whole + await self._on_objects(plan, pair, findings, by_category, usage)
+
+    async def _on_objects(
+        self,
+        plan: Plan,
+        pair: Pair,
+        findings: list[Finding],
+        by_category: dict[str, str],
+        usage: Usage,
+    ) -> list[ToolScore]:
+        """Seed 000's per-object execution: a distortion found on an object the plan names
+        (not ``Global``) is measured again, with the tool chosen for it, on the object's
+        region, when the ``locate`` role finds the object (one call per object and image).
+        An object that is not found keeps the whole-image reading only (traced)."""
+        wanted: dict[str, list[str]] = {}
+        for f in findings:
+            if f.scope != "Global" and f.scope in plan.scopes and f.severity != "none":
+                tool = by_category.get(f.category)
+                if tool is not None and tool not in wanted.setdefault(f.scope, []):
+                    wanted[f.scope].append(tool)
+        out: list[ToolScore] = []
+        for scope, tools in wanted.items():
+            region = await self._locate(scope, pair, usage)
+            if region is None:
+                continue
+            image, reference = region
+            cards = [self.cards.get(t) for t in tools]
+            ran = await asyncio.to_thread(self.runner.run_many, cards, image, reference)
+            ran = [
+                s.model_copy(
+                    update={"scope": scope, "distortion": _category_of(s.tool, by_category)}
+                )
+                for s in ran
+            ]
+            trace_tool_scores(pair, ran, note=f"on the region of {scope}")
+            out += ran
+        return out
+
+    async def _locate(
+        self, scope: str, pair: Pair, usage: Usage
+    ) -> tuple[LoadedImage, LoadedImage | None] | None:
+        """The object's region of the image (and of the reference), or None."""
+        w, h = pair.image.size
+        inputs = LocateInput(query=self.opt.query, target=scope, width=w, height=h)
+        try:
+            reply, _ = await self.ask.ask(inputs, LocateReply, usage, pair.trace, images_of(pair))
+        except VLMError as e:
+            pair.trace.emit("tool", note=f"{scope}: not located ({e}); whole image only")
+            return None
+        if not reply.found or reply.box is None:
+            pair.trace.emit("tool", note=f"{scope}: not found; whole image only")
+            return None
+        px = reply.box.pixels(w, h)
+        if min(px[2] - px[0], px[3] - px[1]) < REGION_MIN_SIDE:
+            note = f"{scope}: region {px} under {REGION_MIN_SIDE} px; whole image only"
+            pair.trace.emit("tool", note=note)
+            return None
+        return _region(pair.image, px), (
+            _region(pair.reference, px) if pair.reference is not None else None
+        )
+
+
+REGION_MIN_SIDE = 32  # an object's region smaller than this is not measured on its own
+
+
+def _category_of(tool: str, by_category: dict[str, str]) -> str | None:
+    return next((c for c, t in by_category.items() if t == tool), None)
+
+
+def _region(image: LoadedImage, px: tuple[int, int, int, int]) -> LoadedImage:
+    pixels = cut(image.pixels, px)
+    return LoadedImage(path=image.path, pixels=pixels, sha256=crop_sha256(pixels),
+                       original_mode=image.original_mode)  # fmt: skip
 
 
 K = TypeVar("K")

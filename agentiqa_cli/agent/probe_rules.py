@@ -96,7 +96,7 @@ class Candidate:
 
 
 def _base(readings: dict[str, Reading]) -> float:
-    """``agentiqa score``'s default: the mean normalized score of the built-in detectors."""
+    """The mean normalized score of the built-in detectors (the paper's fusion)."""
     norms = [r.norm for r in readings.values() if r.norm is not None]
     return float(fmean(norms)) if norms else 3.0
 
@@ -233,7 +233,7 @@ def probe_rules(
     most three crops, then the final judgement (the VLM loop's budget).
 
     ``base_score`` defaults to the mean normalized score of the built-in detectors on the
-    whole image (``agentiqa score``'s default fusion); the pipeline passes its own fused
+    whole image (the paper's fusion); the pipeline passes its own fused
     score. ``readings``: raw whole-image readings of built-in detectors the caller already
     has (tool name → raw), so they are not measured twice. ``pixel_budget`` only sets the
     crops' ``sent_size`` (the rules version sends nothing). ``subject`` defaults to

@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jinja2 import BaseLoader, Environment, StrictUndefined, TemplateError, TemplateNotFound, meta
+from jinja2 import (
+    BaseLoader,
+    Environment,
+    StrictUndefined,
+    TemplateError,
+    TemplateNotFound,
+    meta,
+    nodes,
+    sandbox,
+)
 from jinja2.exceptions import SecurityError, UndefinedError
 from jinja2.nodes import Template as TemplateAST
 from jinja2.sandbox import SandboxedEnvironment
@@ -132,6 +141,36 @@ def _env(context: Any) -> SandboxedEnvironment:
     return env if isinstance(env, SandboxedEnvironment) else _shipped_env()
 
 
+# what the sandbox refuses at render time, found in the template's syntax tree at load
+_UNSAFE_NAMES = frozenset({"mro"}).union(
+    sandbox.UNSAFE_FUNCTION_ATTRIBUTES,
+    sandbox.UNSAFE_METHOD_ATTRIBUTES,
+    sandbox.UNSAFE_GENERATOR_ATTRIBUTES,
+    sandbox.UNSAFE_COROUTINE_ATTRIBUTES,
+    sandbox.UNSAFE_ASYNC_GENERATOR_ATTRIBUTES,
+)
+
+
+def _unsafe_attributes(asts: Iterable[TemplateAST]) -> list[str]:
+    """Attribute names a template reads that start with ``_`` or are Python internals
+    (``x.__class__``, ``x['__class__']``, ``x|attr('__class__')``)."""
+    found: set[str] = set()
+    for ast in asts:
+        names: list[object] = [n.attr for n in ast.find_all(nodes.Getattr)]
+        names += [
+            n.arg.value for n in ast.find_all(nodes.Getitem) if isinstance(n.arg, nodes.Const)
+        ]
+        names += [
+            n.args[0].value
+            for n in ast.find_all(nodes.Filter)
+            if n.name == "attr" and n.args and isinstance(n.args[0], nodes.Const)
+        ]
+        found |= {
+            x for x in names if isinstance(x, str) and (x.startswith("_") or x in _UNSAFE_NAMES)
+        }
+    return sorted(found)
+
+
 def _fragments_of(env: SandboxedEnvironment, ast: TemplateAST) -> dict[str, TemplateAST]:
     """Every fragment ``ast`` imports or includes, transitively, parsed, by name."""
     found: dict[str, TemplateAST] = {}
@@ -231,6 +270,12 @@ class PromptSpec(BaseModel):
         unknown = sorted(used - declared)
         if unknown:
             raise ValueError(f"template uses undeclared variables: {', '.join(unknown)}")
+        unsafe = _unsafe_attributes([ast, *fragments.values()])
+        if unsafe:
+            raise ValueError(
+                f"unsafe template: it reaches for internal attribute(s) {', '.join(unsafe)}, "
+                "which the sandbox refuses when rendering"
+            )
         return v
 
     @model_validator(mode="after")

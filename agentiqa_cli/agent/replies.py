@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.agent.probe_records import ProbeFinalReply, ProbeTurnReply
 from agentiqa_cli.agent.schemas import reply_schema, schema_problems
+from agentiqa_cli.imperfect.records import FixReply, LocateReply
 from agentiqa_cli.records import (
     CATEGORIES,
     EVAL_MAX_ASPECTS,
@@ -158,6 +159,8 @@ REPLY_MODELS: dict[str, type[BaseModel]] = {
     "probe": ProbeTurnReply,
     "probe_final": ProbeFinalReply,
     "eval_plan": EvalPlanReply,
+    "fix": FixReply,
+    "locate": LocateReply,
 }
 
 

@@ -53,6 +53,8 @@ STEP: dict[str, Step] = {
     "probe": "probe",
     "probe_final": "probe",
     "eval_plan": "eval_plan",  # `evaluate`'s planner (one call per round, not per image)
+    "fix": "imperfect",  # imperfections before assessment (imperfect/roles.py)
+    "locate": "imperfect",
 }
 # enough positions to re-derive the level distribution from the trace
 TRACED_POSITIONS = 32

@@ -33,6 +33,7 @@ from agentiqa_cli.agent.replies import (
 )
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.evaluate.planning import EvalPlanInput, rules_eval_plan
+from agentiqa_cli.imperfect.roles import FixInput, LocateInput, rules_fix, rules_locate
 from agentiqa_cli.records import Category, Finding, Plan, ToolScore, level_of
 from agentiqa_cli.scoring import fusable, fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
@@ -102,6 +103,10 @@ class RulesVLM:
                 return self._interpret(inputs)
             case EvalPlanInput():
                 return rules_eval_plan(inputs)
+            case FixInput():
+                return rules_fix(inputs)
+            case LocateInput():
+                return rules_locate(inputs)
         if inputs is not None and inputs.role in ("probe", "probe_final"):
             # the agent runs probing's rules version itself (agent/probe_rules.py)
             raise VLMError("the rules backend does not probe through a model")

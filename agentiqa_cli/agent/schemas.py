@@ -311,6 +311,8 @@ def _schema(tp: Any, meta: list[Any]) -> dict[str, Any]:
             raise TypeError(f"{tp}: only tuples of one item type have an output schema")
         n = len(items)
         return {"type": "array", "minItems": n, "maxItems": n, "items": _schema(items[0], meta)}
+    if origin is Literal and not all(isinstance(v, str) for v in get_args(tp)):
+        return {"enum": list(get_args(tp))}  # e.g. degrees 90 | 180 | 270
     if tp is str or origin is Literal:
         out: dict[str, Any] = {"type": "string"}
         values = get_args(tp)

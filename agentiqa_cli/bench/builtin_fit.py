@@ -10,10 +10,10 @@ The clean photos weigh as much in total as the distorted ones, so that the curve
 undistorted photos of every content on that plateau.
 
 The curve is the 5-parameter logistic of ``tools.logistic`` with its linear term fixed at
-0 (b4 = 0): a monotone sigmoid from the clean plateau to the worst one. With b4 free
-(``tools.logistic.fit_logistic``) least squares trades a huge b1 against a huge b4 on
-these data (noise: b1 = -80, b4 = 75), which turns the curve back up just outside the
-fitted readings; the bounded form cannot do that, and ``fit_detector`` checks the
+0 (b4 = 0): a monotone sigmoid from the clean plateau to the worst one. With b4 unsigned,
+least squares traded a huge b1 against a huge b4 on these data (noise: b1 = -80, b4 = 75),
+which turned the curve back up just outside the fitted readings (``tools.logistic.
+fit_logistic`` now ties b4's sign to the direction); ``fit_detector`` also checks the
 direction over the card's whole raw range.
 """
 

@@ -40,6 +40,7 @@ COLLECTIONS: dict[str, str] = {
     "mixed": "70% clean, 30% noise level 5",
     "mixed-60/40": "60% clean, 40% noise level 5",
 }
+LOW_TIERS = ("Very Low", "Low")
 EXPECTED_LOWEST = {"mixed": "Noise", "mixed-60/40": "Noise"}
 
 
@@ -61,6 +62,9 @@ class CollectionReport:
     lowest: list[str | None] = field(default_factory=list)
     settled: list[bool] = field(default_factory=list)  # the interval lies inside one tier
     srs_agree: float = 0.0  # share of plain random samples of the same size in the tier
+    full_low: float = 0.0  # share of the folder's images in Low or Very Low
+    low_shares: list[float] = field(default_factory=list)  # the verdicts' estimates of it
+    mixed_named: list[bool] = field(default_factory=list)  # the summary calls it a mix
 
     @property
     def agree(self) -> int:
@@ -71,6 +75,11 @@ class CollectionReport:
         t = Tiers()
         full = t.rank(self.full_tier)  # type: ignore[arg-type]
         return sum(abs(t.rank(v) - full) <= 1 for v in self.verdicts)  # type: ignore[arg-type]
+
+    @property
+    def mix_close(self) -> int:
+        """Runs whose estimated Low-or-worse share is within 10 points of the folder's."""
+        return sum(abs(x - self.full_low) <= 0.10 for x in self.low_shares)
 
     @property
     def expected_lowest(self) -> str | None:
@@ -168,5 +177,8 @@ async def bench_collection(
         report.seconds.append(v.seconds)
         report.lowest.append(v.worst)
         report.settled.append(v.overall.fits)
+        report.low_shares.append(sum(t.share for t in v.mix if t.tier in LOW_TIERS))
+        report.mixed_named.append("A mixed collection" in v.summary)
     report.srs_agree = srs_agreement(scores, round(fmean(report.samples)))
+    report.full_low = float(np.mean([Tiers().tier(x) in LOW_TIERS for x in scores]))
     return report

@@ -29,6 +29,7 @@ from agentiqa_cli.agent.replies import OPTION_LETTERS
 from agentiqa_cli.bench.mcq_examples import make_example_mcq
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.results import safe_row
 from agentiqa_cli.records import Result, Track
 
 __all__ = [
@@ -297,4 +298,8 @@ def write_mcq_csv(report: MCQReport, path: Path) -> None:
         w = csv.writer(f)
         w.writerow(["id", "track", "answer", "predicted", "correct", "error"])
         for a in report.answers:
-            w.writerow([a.id, a.track, a.answer, a.predicted or "", int(a.correct), a.error or ""])
+            w.writerow(
+                safe_row(
+                    [a.id, a.track, a.answer, a.predicted or "", int(a.correct), a.error or ""]
+                )
+            )

@@ -55,37 +55,28 @@ def _constant(a: NDArray) -> bool:
     return bool(a.size == 0 or np.ptp(a) == 0)
 
 
-def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
-    from scipy.stats import spearmanr
+def _correlation(name: str, x: ArrayLike, y: ArrayLike) -> float | None:
+    """scipy.stats' ``name`` correlation; None when it is undefined (< 2 points, constant)."""
+    import scipy.stats
 
     xa, ya = np.asarray(x, float), np.asarray(y, float)
     if xa.size < 2 or _constant(xa) or _constant(ya):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # near-constant input: the value is still right
-        return _finite(spearmanr(xa, ya).statistic)
+        return _finite(getattr(scipy.stats, name)(xa, ya).statistic)
+
+
+def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
+    return _correlation("spearmanr", x, y)
 
 
 def kendall(x: ArrayLike, y: ArrayLike) -> float | None:
-    from scipy.stats import kendalltau
-
-    xa, ya = np.asarray(x, float), np.asarray(y, float)
-    if xa.size < 2 or _constant(xa) or _constant(ya):
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # near-constant input: the value is still right
-        return _finite(kendalltau(xa, ya).statistic)
+    return _correlation("kendalltau", x, y)
 
 
 def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
-    from scipy.stats import pearsonr
-
-    xa, ya = np.asarray(x, float), np.asarray(y, float)
-    if xa.size < 2 or _constant(xa) or _constant(ya):
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # near-constant input: the value is still right
-        return _finite(pearsonr(xa, ya).statistic)
+    return _correlation("pearsonr", x, y)
 
 
 def apply_fit(kind: FitKind, params: Sequence[float] | None, x: ArrayLike) -> NDArray:

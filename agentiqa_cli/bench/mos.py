@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.bench.datasets import MosDataset
 from agentiqa_cli.bench.metrics import Correlation, FitKind, grouped
+from agentiqa_cli.io.results import safe_row
 
 
 class MosRow(BaseModel):
@@ -122,11 +123,13 @@ def write_predictions_csv(report: MosReport, path: Path) -> None:
         for k, image in enumerate(report.images):
             preds = [_cell(report.predictions[m][k]) for m in report.methods]
             w.writerow(
-                [
-                    image,
-                    report.references[k] or "",
-                    report.distortions[k] or "",
-                    report.mos[k],
-                    *preds,
-                ]
+                safe_row(
+                    [
+                        image,
+                        report.references[k] or "",
+                        report.distortions[k] or "",
+                        report.mos[k],
+                        *preds,
+                    ]
+                )
             )

@@ -12,6 +12,7 @@ in strength only (the same noise pattern scaled up, the same motion direction).
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import os
 import zlib
@@ -23,6 +24,8 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image, features
 from scipy import ndimage, signal
+
+from agentiqa_cli.errors import ConfigError
 
 Array = NDArray[np.float32]
 Kind = Callable[[Array, int, np.random.Generator], Array]
@@ -198,7 +201,7 @@ class SynthItem:
     level: int
 
 
-def _rng(seed: int, name: str, kind: str) -> np.random.Generator:
+def item_rng(seed: int, name: str, kind: str) -> np.random.Generator:
     key = zlib.crc32(f"{name}\0{kind}".encode())
     return np.random.default_rng([seed, key])
 
@@ -206,6 +209,17 @@ def _rng(seed: int, name: str, kind: str) -> np.random.Generator:
 def _read_rgb(path: Path) -> Array:
     with Image.open(path) as im:
         return _from_u8(np.asarray(im.convert("RGB")))
+
+
+def check_kinds(kinds: Iterable[str]) -> list[str]:
+    """``kinds`` if each is known, else a ConfigError naming the closest ones (exit 2)."""
+    out = list(kinds)
+    for k in out:
+        if k not in KINDS:
+            close = difflib.get_close_matches(k, KINDS, n=2, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise ConfigError(f"unknown distortion kind {k!r}{hint} (known: {', '.join(KINDS)})")
+    return out
 
 
 def generate(
@@ -221,10 +235,7 @@ def generate(
     ``out_dir`` (so two runs into different folders write identical manifests); it lists the
     clean images too, as kind ``clean``, level 0, with themselves as reference.
     """
-    kind_list = list(KINDS) if kinds is None else list(kinds)
-    for k in kind_list:
-        if k not in KINDS:
-            raise ValueError(f"unknown distortion kind {k!r}; known: {', '.join(KINDS)}")
+    kind_list = list(KINDS) if kinds is None else check_kinds(kinds)
     level_list = sorted(set(levels))
     out_dir.mkdir(parents=True, exist_ok=True)
     items: list[SynthItem] = []
@@ -237,7 +248,7 @@ def generate(
         items.append(SynthItem(clean, clean, "clean", 0))
         for kind in kind_list:
             for level in level_list:
-                y = distort(x, kind, level, _rng(seed, stem, kind))
+                y = distort(x, kind, level, item_rng(seed, stem, kind))
                 path = out_dir / f"{stem}__{kind}_{level}.png"
                 Image.fromarray(_to_u8(y)).save(path, format="PNG", compress_level=1)
                 items.append(SynthItem(path, clean, kind, level))
@@ -337,6 +348,18 @@ def write_bundled_photos(out_dir: Path, size: int | tuple[int, int] = 512) -> li
     return sample_photos(out_dir, size)
 
 
+def resize_long_side(x: Array, size: int | None) -> Array:
+    """``x`` resized (Lanczos, aspect kept) to ``size`` pixels on its long side; None keeps it.
+    The distortion parameters are in pixels: this makes them mean the same on any input."""
+    if not size:
+        return x
+    im = Image.fromarray(_to_u8(x))
+    w, h = im.size
+    s = size / max(w, h)
+    im = im.resize((max(16, round(w * s)), max(16, round(h * s))), Image.Resampling.LANCZOS)
+    return _from_u8(np.asarray(im))
+
+
 def generate_from_dir(
     clean_dir: Path,
     out_dir: Path,
@@ -367,11 +390,7 @@ def generate_from_dir(
     used: set[str] = set()
     for p in sources:
         img = load_image(p)
-        im = Image.fromarray(_to_u8(img.pixels))
-        if size:
-            w, h = im.size
-            s = size / max(w, h)
-            im = im.resize((max(16, round(w * s)), max(16, round(h * s))), Image.Resampling.LANCZOS)
+        im = Image.fromarray(_to_u8(resize_long_side(img.pixels, size)))
         stem = p.stem if p.stem not in used else f"{p.stem}_{len(used)}"
         used.add(stem)
         dst = clean_out / f"{stem}.png"

@@ -22,6 +22,11 @@ tools_app = typer.Typer(help="The tool cards, and which tools can run here.", no
 app.add_typer(tools_app, name="tools")
 bench_app = typer.Typer(help="Measure the system against labelled data.", no_args_is_help=True)
 app.add_typer(bench_app, name="eval-bench")
+experience_app = typer.Typer(
+    help="The experience pool: which tool to trust per distortion, learnt from your images.",
+    no_args_is_help=True,
+)
+app.add_typer(experience_app, name="experience")
 
 state: dict[str, Any] = {"debug": False}
 

@@ -15,7 +15,7 @@ from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app, bench_app
 from agentiqa_cli.cli.options import Common, shared, tool_list
 from agentiqa_cli.cli.run import note_backend, say_notes
-from agentiqa_cli.config import Settings
+from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.runtime import Runtime
@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a com
     from agentiqa_cli.bench.mos import MosReport
     from agentiqa_cli.bench.runs import Bench
     from agentiqa_cli.bench.synth_eval import SynthReport
+    from agentiqa_cli.imperfect.bench import VqppItem, VqppRow
+    from agentiqa_cli.imperfect.records import Operation
 
 ToolsOpt = Annotated[
     str | None,
@@ -182,7 +184,7 @@ def mcq(
     report = _bench(settings, out_dir / "trace.jsonl", len(qs), "eval-bench mcq", opts.quiet, main)
     write_mcq_csv(report, out_dir / "answers.csv")
     t = Table(
-        title=f"{questions.name}: {report.n} questions, backend {settings.vlm}",
+        title=f"{questions.name}: {report.n} questions, backend {redact_url(settings.vlm)}",
         title_justify="left",
     )
     for col in ("track", "n", "correct", "accuracy"):
@@ -212,8 +214,11 @@ def synth(
     out_dir: OutDir = Path("eval-synth"),
 ) -> None:
     """Distort clean images (5 levels per kind, fixed seed) and check each method's score falls."""
+    from agentiqa_cli.bench.synth import check_kinds
     from agentiqa_cli.bench.synth_eval import write_synth_csv
 
+    if kinds is not None:
+        check_kinds(tool_list(kinds) or [])  # exit 2 before anything is written
     settings = opts.settings()
     out_dir.mkdir(parents=True, exist_ok=True)
     report = synth_report(settings, clean_dir, out_dir, tool_list(tools), assess,
@@ -332,3 +337,87 @@ def calibrate(
     if written == 0:
         raise ConfigError("no usable fit; nothing written")
     ui.out.print(f"{written} tool(s) → {out} (apply with --calibration {out})", highlight=False)
+
+
+@bench_app.command("vqpp")
+@shared("vlm", "setup", "run")
+def vqpp(
+    clean_dir: Annotated[Path, typer.Argument(help="A folder of clean images.")],
+    opts: Common,
+    seed: Seed = 0,
+    size: Annotated[
+        int, typer.Option("--size", min=64, help="Long side the clean images are resized to.")
+    ] = 384,
+    limit: Limit = None,
+    out_dir: OutDir = Path("eval-vqpp"),
+) -> None:
+    """Seed 003's V-QPP benchmark: the original and ten imperfections per clean image (the
+    paper's levels, fixed seed); per type tool-selection accuracy, parameter score and
+    false fixes on originals, for the configured backend (rules or a VLM)."""
+    from agentiqa_cli.imperfect.bench import build, write_decisions, write_report
+
+    settings = opts.settings()
+    sources = sorted(p for p in clean_dir.iterdir() if p.is_file()) if clean_dir.is_dir() else []
+    if not sources:
+        raise ConfigError(f"{clean_dir}: not a folder of images")
+    items = build(clean_dir, out_dir / "images", seed=seed, size=size, limit=limit)
+    rows, chosen, found = asyncio.run(_vqpp_decide(settings, items, out_dir, opts.quiet))
+    write_report(rows, out_dir / "vqpp.csv")
+    write_decisions(items, chosen, found, out_dir / "decisions.jsonl")
+    t = Table(
+        title=f"V-QPP on {clean_dir}: {len(items)} images, backend {settings.vlm}",
+        title_justify="left",
+    )
+    for col in ("type", "n", "failed", "TSA", "PS", "false fixes", "false findings"):
+        t.add_column(col, justify="left" if col == "type" else "right")
+    for r in rows:
+        t.add_row(r.kind, str(r.n), str(r.failed), _fmt(r.tsa), _fmt(r.ps),
+                  _fmt(r.false_fix), _fmt(r.false_finding))  # fmt: skip
+    ui.out.print(t)
+    ui.out.print(f"→ {out_dir / 'vqpp.csv'}, {out_dir / 'decisions.jsonl'}", highlight=False)
+
+
+async def _vqpp_decide(
+    settings: Settings, items: list[VqppItem], out_dir: Path, quiet: bool
+) -> tuple[list[VqppRow], dict[str, list[Operation] | None], dict[str, list[str]]]:
+    from agentiqa_cli.agent.roles import images_of
+    from agentiqa_cli.batch import Pair
+    from agentiqa_cli.imaging.discover import Job
+    from agentiqa_cli.imperfect.bench import report
+    from agentiqa_cli.imperfect.roles import decide
+    from agentiqa_cli.records import FixOutcome, Result
+
+    root = out_dir / "images"
+    chosen: dict[str, list[Operation] | None] = {}
+    found: dict[str, list[str]] = {}
+    name_of = {str(root / it.image): it.image for it in items}
+    reporter = ui.Reporter(len(items), "eval-bench vqpp", quiet)
+    async with Runtime(settings) as rt:
+        note_backend(rt, quiet)
+        asker = await rt.asker()
+        say_notes(rt)
+
+        async def process(pair: Pair) -> Result:
+            usage = pair.usage  # shared with the batch: an error row still counts the calls
+            d = await decide(asker, pair.image.pixels, images_of(pair)[0], rt.settings.query,
+                             usage, pair.trace)  # fmt: skip
+            item = name_of[str(pair.job.image)]
+            chosen[item] = None if d.refused and not d.operations else d.operations
+            found[item] = [f.type for f in d.found]
+            result = pair.result()
+            result.fix = FixOutcome(imperfections=found[item], refused=d.refused)
+            result.usage = usage
+            return result
+
+        jobs = [Job(image=root / it.image, root=root) for it in items]
+        tracer = TraceWriter(out_dir / "trace.jsonl", header=rt.header("eval-bench vqpp"))
+        try:
+            with reporter.running():
+                summary = await rt.run(jobs, process, command="eval-bench vqpp", trace=tracer,
+                                       on_result=lambda r: reporter.advance(r.image, r.status))  # fmt: skip
+        finally:
+            tracer.close()
+    for r in summary.results:
+        if r.status == "error":
+            chosen[name_of.get(str(Path(r.image)), r.image)] = None
+    return report(items, chosen, found), chosen, found

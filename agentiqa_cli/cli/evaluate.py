@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from agentiqa_cli.cli import render as ui
@@ -24,9 +23,10 @@ from agentiqa_cli.evaluate.tiers import (
     tiers_from_reference,
 )
 from agentiqa_cli.gate import EXIT_GATE, EXIT_INPUT, EXIT_OK
+from agentiqa_cli.io.guard import trace_path_for
 from agentiqa_cli.records import EVAL_N_MIN as N_MIN
 from agentiqa_cli.records import Result
-from agentiqa_cli.runtime import Runtime, trace_path_for
+from agentiqa_cli.runtime import Runtime
 
 if TYPE_CHECKING:  # the evaluation (and the agent under it) is imported when the command runs
     from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
@@ -101,7 +101,9 @@ def evaluate(
     ] = None,
     fusion: Annotated[
         str | None,
-        typer.Option("--fusion", help="How tools' scores fuse into the agent's q̄: mean | min."),
+        typer.Option(
+            "--fusion", help="How tools' scores fuse into the agent's q̄: min (default) | mean."
+        ),
     ] = None,
     learned_tools: Annotated[
         bool | None,
@@ -154,13 +156,13 @@ def evaluate(
                     gen, gen_dir or opts.out.with_name(opts.out.stem + "-images")
                 )
             else:
-                src = Folder(rt.jobs(source or [], None))
+                src = Folder(rt.jobs(source or [], None, opts.outputs()))
             rt.check_agent_setup()
             await rt.connect()  # a wrong model is exit 2 here, before any output
             say_notes(rt)
             ev = Evaluation(rt, config, src, hooks)
             with rt.outputs(opts.out, opts.trace, opts.resume, "evaluate",
-                            extra_columns=EVAL_COLUMNS, extra=ev.cells_of) as (writer, tracer), reporter.running():  # fmt: skip
+                            extra_columns=EVAL_COLUMNS, extra=ev.cells_of, force=opts.force) as (writer, tracer), reporter.running():  # fmt: skip
                 if opts.resume:
                     done = ev.resume(trace_path_for(opts.out, opts.trace), opts.out)
                     ui.note(f"resuming after {done} round(s) drawn", opts.quiet)
@@ -176,9 +178,9 @@ def evaluate(
                        "exit_code": code, "csv": str(opts.out)})  # fmt: skip
     else:
         ui.out.print(_table(verdict))
-        ui.out.print(escape(verdict.summary), highlight=False)
+        ui.out.print(ui.cell(verdict.summary), highlight=False)
         ui.out.print(
-            f"stopped: {escape(verdict.stop_reason)} → {escape(str(opts.out))}", highlight=False
+            f"stopped: {ui.cell(verdict.stop_reason)} → {ui.cell(str(opts.out))}", highlight=False
         )
     if not opts.quiet:
         for why in gate:
@@ -220,7 +222,7 @@ def _num(x: float | None) -> str:
 
 
 def _table(v: Verdict) -> Table:
-    table = Table(title=f"agentiqa evaluate: {escape(v.query)}", title_justify="left")
+    table = Table(title=f"agentiqa evaluate: {ui.cell(v.query)}", title_justify="left")
     for col, justify in (("sub-aspect", "left"), ("tier", "left"), ("mean", "right"),
                          ("95% interval", "right"), ("samples", "right"), ("probed", "right")):  # fmt: skip
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
@@ -229,13 +231,13 @@ def _table(v: Verdict) -> Table:
     pop = f" of {v.population}" if v.population is not None else ""
     table.caption = (
         f"{v.assessed}{pop} images assessed in {v.rounds} rounds, {v.screened} screened "
-        f"with detectors, {v.seconds:.1f} s; tiers: {escape(v.tiers_source)}"
+        f"with detectors, {v.seconds:.1f} s; tiers: {ui.cell(v.tiers_source)}"
     )
     return table
 
 
 def _cells(e: Estimate, v: Verdict) -> list[str]:
-    name = escape(e.sub_aspect) + (" (lowest)" if e.sub_aspect == v.worst else "")
+    name = ui.cell(e.sub_aspect) + (" (lowest)" if e.sub_aspect == v.worst else "")
     if e.mean is None or e.lo is None or e.hi is None:
         return [name, "-", "-", "-", str(e.samples), _round(e)]
     spread = "exact" if e.exact else f"{e.lo:.2f}-{e.hi:.2f}" + ("" if e.fits else " (spans tiers)")

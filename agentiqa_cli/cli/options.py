@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +18,12 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from agentiqa_cli.config import Settings, load_settings
+from agentiqa_cli.io.guard import Outputs
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 all processed and gate passed; 1 quality gate failed; "
-    "2 usage or configuration error; 3 some inputs could not be processed (rows say why)."
+    "2 usage or configuration error (also: no images found); 3 some inputs could not be "
+    "processed (rows say why); 4 internal error; 130 interrupted (--resume continues)."
 )
 
 # -- options that commands declare themselves (their help differs per command) -------------
@@ -51,9 +54,25 @@ FusionOpt = Annotated[
     str | None,
     typer.Option(
         "--fusion",
-        help="How the tools' 1-5 scores combine (score's score, the agent's q̄): mean (the "
-        "paper's) or min (the worst tool, for gating on specialised detectors: one bad "
-        "attribute barely moves a mean of seven).",
+        help="How the tools' 1-5 scores combine (score's score, the agent's q̄): min (the "
+        "default: the worst tool; an image is as bad as its worst attribute, and one bad "
+        "attribute barely moves a mean of seven detectors) or mean (the paper's).",
+    ),
+]
+ExperienceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--experience",
+        help="Experience pool (`agentiqa experience build`): where it ranks a distortion's "
+        "tools significantly, that tool is used without asking the VLM.",
+    ),
+]
+EvolveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--evolve",
+        help="Add each image's records to the --experience pool (its detected distortions "
+        "measured on synthetic levels of it); every 25 new records per key refit it.",
     ),
 ]
 EngineOpt = Annotated[
@@ -99,6 +118,7 @@ class Common:
     out: Path = Path("results.csv")
     trace: Path | None = None
     resume: bool = False
+    force: bool = False
     fail_under: float | None = None
     fail_mean_under: float | None = None
     json_out: bool = False
@@ -121,6 +141,10 @@ class Common:
             "recursive": self.recursive or None,
         }
         return load_settings({**shared, **flags}, self.config)
+
+    def outputs(self) -> Outputs:
+        """The files this run writes (``--out``, ``--trace``), to check before any work."""
+        return Outputs.of(self.out, self.trace, self.force)
 
 
 _SETUP = {
@@ -251,23 +275,51 @@ _OUTPUT = {
         ],
         False,
     ),
+    "force": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--force",
+                help="Replace an existing --out/--trace that is not one of ours. Inputs are "
+                "never overwritten.",
+            ),
+        ],
+        False,
+    ),
     "recursive": (
         Annotated[bool, typer.Option("--recursive", "-R", help="Descend into sub-folders.")],
         False,
     ),
 }
+
+
+def _finite(value: float | None) -> float | None:
+    """A gate of NaN compares false with every score: it would pass everything."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
 _GATE = {
     "fail_under": (
         Annotated[
             float | None,
-            typer.Option("--fail-under", help="Gate: exit 1 if any image scores below this."),
+            typer.Option(
+                "--fail-under",
+                help="Gate: exit 1 if any image scores below this.",
+                callback=_finite,
+            ),
         ],
         None,
     ),
     "fail_mean_under": (
         Annotated[
             float | None,
-            typer.Option("--fail-mean-under", help="Gate: exit 1 if the mean score is below this."),
+            typer.Option(
+                "--fail-mean-under",
+                help="Gate: exit 1 if the mean score is below this.",
+                callback=_finite,
+            ),
         ],
         None,
     ),

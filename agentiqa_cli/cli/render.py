@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,18 +47,81 @@ class _Stdout(Console):
 out = _Stdout(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
+# C0 and C1 control characters and DEL: a file name or a model's answer holding ESC could
+# clear the screen or set the window title if printed as is
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
+
+
+def visible(text: str, keep_newlines: bool = False) -> str:
+    """``text`` with every control character shown as an escape (``\\x1b``, ``\\r``)."""
+
+    def show(m: re.Match[str]) -> str:
+        c = m.group()
+        if keep_newlines and c == "\n":
+            return c
+        return _NAMED.get(c, f"\\x{ord(c):02x}")
+
+    return _CONTROL.sub(show, text)
+
+
+def cell(text: str) -> str:
+    """Data (a file name, an answer) for a rich table cell: controls visible, no markup."""
+    return escape(visible(text))
+
+
+class _ClosedPipeSafe:
+    """stdout that outlives its reader: once the pipe is closed (``| head -1``) further
+    output goes to /dev/null, so the run finishes with its own exit code."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def _closed(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())  # Python's final flush goes there too
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._closed()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._closed()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def survive_closed_stdout() -> None:
+    """Install the closed-pipe-safe stdout (the console entry calls it once)."""
+    if not isinstance(sys.stdout, _ClosedPipeSafe):
+        try:
+            sys.stdout.fileno()
+        except (AttributeError, OSError, ValueError):
+            return  # captured (tests) or detached: nothing to guard
+        sys.stdout = _ClosedPipeSafe(sys.stdout)
+
 
 def note(message: str, quiet: bool = False) -> None:
     if not quiet:
-        err.print(message, style="dim", highlight=False, markup=False)
+        err.print(visible(message, True), style="dim", highlight=False, markup=False)
 
 
 def warn(message: str) -> None:
-    err.print(f"warning: {message}", style="yellow", highlight=False, markup=False)
+    err.print(f"warning: {visible(message, True)}", style="yellow", highlight=False, markup=False)
 
 
 def fail(message: str) -> None:
-    err.print(f"error: {message}", style="bold red", highlight=False, markup=False)
+    err.print(f"error: {visible(message, True)}", style="bold red", highlight=False, markup=False)
 
 
 class Reporter:
@@ -101,7 +165,7 @@ class Reporter:
             self._progress.update(self._task, advance=1, rate=rate)
         else:
             print(
-                f"[{self.count}/{self.total}] {status} {image} {detail}".rstrip(),
+                visible(f"[{self.count}/{self.total}] {status} {image} {detail}".rstrip()),
                 file=sys.stderr,
                 flush=True,
             )
@@ -127,15 +191,15 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
     for r in ordered[:max_rows]:
         # file names and messages are data, not markup: "[/x]" in a name must print as is
         if r.status == "error":
-            note = [f"[red]{escape(r.error)}[/]"] if show_notes else []
+            note = [f"[red]{cell(r.error)}[/]"] if show_notes else []
             answer = [""] if show_answer else []
-            table.add_row(escape(r.image), "-", "[red]error[/]", *answer, *note, "")
+            table.add_row(cell(r.image), "-", "[red]error[/]", *answer, *note, "")
             continue
         score = f"{r.score:.2f}" if r.score is not None else "-"
         tools = " ".join(f"{t.tool} {t.norm:.1f}" for t in r.tools if t.ok and t.norm is not None)
-        note = [escape(r.distortions_cell() or "none")] if show_notes else []
-        answer = [escape(r.answer)] if show_answer else []
-        table.add_row(escape(r.image), score, r.level or "-", *answer, *note, escape(tools))
+        note = [cell(r.distortions_cell() or "none")] if show_notes else []
+        answer = [cell(r.answer)] if show_answer else []
+        table.add_row(cell(r.image), score, r.level or "-", *answer, *note, cell(tools))
     if len(results) > max_rows:
         table.caption = (
             f"{len(results) - max_rows} more rows in the CSV (lowest scores shown first)"
@@ -146,3 +210,24 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
     sys.stdout.flush()
+
+
+def fix_table(results: list[Result], title: str, max_rows: int = 50) -> Table:
+    """`agentiqa fix`: what was found, what ran, where the fixed image went."""
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for name in ("image", "imperfections", "operations", "output / error"):
+        table.add_column(name, overflow="fold")
+    for r in sorted(results, key=lambda r: r.status != "error")[:max_rows]:
+        if r.status == "error":
+            table.add_row(escape(r.image), "", "", f"[red]{escape(r.error)}[/]")
+            continue
+        f = r.fix
+        table.add_row(
+            escape(r.image),
+            escape(";".join(f.imperfections)) if f else "",
+            escape(";".join(f.operations) or "pass") if f else "",
+            escape(f.output) if f else "",
+        )
+    if len(results) > max_rows:
+        table.caption = f"{max_rows} of {len(results)} rows; all are in the CSV"
+    return table

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
@@ -16,13 +16,17 @@ from agentiqa_cli.cli.options import (
     EXIT_CODES_HELP,
     Common,
     EngineOpt,
+    EvolveOpt,
+    ExperienceOpt,
     FusionOpt,
     Paths,
     Ref,
     shared,
     tool_list,
 )
+from agentiqa_cli.cli.report import ReportOpt, report_after_run
 from agentiqa_cli.config import Settings
+from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.records import Result, Usage
@@ -45,13 +49,14 @@ def score(
     ] = None,
     ref: Ref = None,
     fusion: FusionOpt = None,
+    report: ReportOpt = None,
     engine: EngineOpt = None,
 ) -> None:
-    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by their mean (or min)."""
+    """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by the worst (or the mean)."""
     settings = opts.settings(fusion=fusion, tools=tool_list(tools), engine=engine)
 
     async def main(rt: Runtime) -> BatchSummary:
-        jobs = rt.jobs(paths, ref)
+        jobs = rt.jobs(paths, ref, opts.outputs())  # outputs checked: exit 2 before work
         cards = rt.score_cards(has_reference=ref is not None)
         names = [c.name for c in cards]
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
@@ -60,6 +65,7 @@ def score(
         return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names)
 
     summary = asyncio.run(_with_runtime(settings, main))
+    report_after_run(opts.out, report, opts.quiet)
     finish(summary, opts, "agentiqa score")
 
 
@@ -78,11 +84,22 @@ async def run_images(
     process: Process,
     label: str,
     tool_columns: list[str] | None = None,
+    extra_columns: list[str] | None = None,
+    extra: Callable[[Result], Mapping[str, str]] | None = None,
 ) -> BatchSummary:
     """The batch behind `score` and `assess`: outputs opened, progress shown, rows written."""
     reporter = ui.Reporter(len(jobs), label, opts.quiet)
     with (
-        rt.outputs(opts.out, opts.trace, opts.resume, command, tool_columns) as (writer, tracer),
+        rt.outputs(
+            opts.out,
+            opts.trace,
+            opts.resume,
+            command,
+            tool_columns,
+            extra_columns,
+            extra,
+            force=opts.force,
+        ) as (writer, tracer),
         reporter.running(),
     ):
         return await rt.run(
@@ -127,7 +144,7 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             ui.out.print(ui.results_table(results, title))
         mean = f"{gate.mean:.3f}" if gate.mean is not None else "-"
         ui.out.print(
-            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {opts.out}",
+            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {ui.visible(str(opts.out))}",
             highlight=False,
         )
     if gate.gate_failed and not opts.quiet:
@@ -225,24 +242,54 @@ def assess(
         ),
     ] = None,
     fusion: FusionOpt = None,
+    fix: Annotated[
+        str,
+        typer.Option(
+            "--fix",
+            help="Imperfections before assessment: off (the rules checks only fill the "
+            "imperfections column) | geometry (rotate, flip, crop, fill, then assess) | all "
+            "(also lum, deblur, denoise; score_before is the score before restoration).",
+        ),
+    ] = "off",
+    experience: ExperienceOpt = None,
+    evolve: EvolveOpt = False,
+    report: ReportOpt = None,
     engine: EngineOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
+    from agentiqa_cli.imperfect.apply import (
+        ASSESS_FIX_COLUMNS,
+        FIX_MODES,
+        FixingAgent,
+        FixMode,
+        fix_cells,
+    )
+
+    if fix not in FIX_MODES:
+        raise ConfigError(f"--fix must be one of {', '.join(FIX_MODES)}, got {fix!r}")
     settings = opts.settings(
         query=query,
         tools=tool_list(tools),
         learned_tools=learned_tools,
         fusion=fusion,
+        experience=experience,
+        evolve=evolve or None,
         engine=engine,
     )
 
     async def main(rt: Runtime) -> BatchSummary:
         note_backend(rt, opts.quiet)
-        jobs = rt.jobs(paths, ref)
+        jobs = rt.jobs(paths, ref, opts.outputs())  # outputs checked: exit 2 before work
         rt.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
         agent = await rt.agent()  # a wrong model is exit 2 here, before any output
         say_notes(rt)
-        return await run_images(rt, opts, "assess", jobs, agent, "assess")
+        fixing = FixingAgent(agent, agent.ask, rt.settings.query, cast(FixMode, fix))
+        command = "assess" if fix == "off" else f"assess --fix {fix}"  # resume keys differ
+        return await run_images(
+            rt, opts, command, jobs, fixing, "assess", extra_columns=ASSESS_FIX_COLUMNS,
+            extra=fix_cells,
+        )  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))
+    report_after_run(opts.out, report, opts.quiet)
     finish(summary, opts, "agentiqa assess")

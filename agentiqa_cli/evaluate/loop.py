@@ -46,6 +46,7 @@ from agentiqa_cli.evaluate.state import (
     estimates,
     read_draws,
     read_rows,
+    tier_mix,
 )
 from agentiqa_cli.evaluate.tiers import Tiers
 from agentiqa_cli.evaluate.verdict import make_verdict
@@ -352,6 +353,7 @@ class Evaluation:
         return make_verdict(
             self.config.query,
             self.estimates(),
+            tier_mix(self.state, self.population, self.config.tiers, self.measure),
             self.state,
             self.population,
             self.config.tiers,

@@ -76,9 +76,20 @@ class Estimate(Record):
         return self.round is not None
 
 
+class TierShare(Record):
+    """The estimated share of the collection's images whose overall score is in ``tier``
+    (unbiased under the rounds' design, as every estimate here), with its 95% interval."""
+
+    tier: TierName
+    share: float
+    lo: float
+    hi: float
+
+
 class Verdict(Record):
     query: str
     overall: Estimate
+    mix: list[TierShare] = Field(default_factory=list)  # worst tier first; empty: no scores
     sub_aspects: list[Estimate]
     worst: str | None = None  # the lowest probed sub-aspect (besides overall quality)
     summary: str

@@ -27,10 +27,12 @@ from agentiqa_cli.evaluate.records import (
     RoundDraw,
     RoundEvent,
     RunIdentity,
+    TierShare,
     aspect_key,
 )
 from agentiqa_cli.evaluate.stats import Interval, Known, RoundData, combine
-from agentiqa_cli.evaluate.tiers import Tiers
+from agentiqa_cli.evaluate.tiers import TIER_NAMES, Tiers
+from agentiqa_cli.io.results import original_cell
 from agentiqa_cli.records import CATEGORIES, Result, ToolScore, Usage
 from agentiqa_cli.tools.cards import CardSet
 
@@ -94,17 +96,7 @@ def estimates(
     """Every sub-aspect the rows measure: overall first, then the categories in their
     canonical order, then free-text sub-aspects (each from its own round's scores)."""
     probed = state.probed()
-    # the overall quality is what the agent answers; a card's score (one detector) stands
-    # in for it only when no round ran the agent
-    agent_ran = any(r.tool == "assess" for r in state.rounds)
-    reads: dict[str, dict[str, float]] = {}
-    for r in state.rounds:
-        for s in r.samples:
-            row = state.rows.get(s.image)
-            if row is not None:
-                reads[s.image] = readings(row, measure.of(r.tool), measure.cards)
-                if agent_ran and r.tool != "assess":
-                    reads[s.image].pop(aspect_key(OVERALL), None)
+    reads = _readings(state, measure)
     keys = [aspect_key(OVERALL)] + [aspect_key(c) for c in CATEGORIES]
     names = {aspect_key(OVERALL): OVERALL} | {aspect_key(c): str(c) for c in CATEGORIES}
     out = []
@@ -121,8 +113,51 @@ def estimates(
     return out
 
 
+def tier_mix(
+    state: EvalState, population: int | None, tiers: Tiers, measure: Measure
+) -> list[TierShare]:
+    """How the overall scores spread over the tiers: per tier, the share of images in it,
+    estimated like a mean (of the indicator "this image's score is in the tier") under
+    the same stratified design, so hard sampling does not inflate the worst tiers."""
+    key = aspect_key(OVERALL)
+    reads = _readings(state, measure)
+    out = []
+    for name in TIER_NAMES:
+        inside = {
+            image: {key: float(tiers.tier(r[key]) == name)}
+            for image, r in reads.items()
+            if key in r
+        }
+        share = _pooled(state.rounds, inside, key, population, scale=(0.0, 1.0))
+        if share is None:
+            return []
+        out.append(TierShare(tier=name, share=round(share.mean, 4), lo=round(share.lo, 4),
+                             hi=round(share.hi, 4)))  # fmt: skip
+    return out
+
+
+def _readings(state: EvalState, measure: Measure) -> dict[str, dict[str, float]]:
+    """Each assessed image's readings, by sub-aspect key."""
+    # the overall quality is what the agent answers; a card's score (one detector) stands
+    # in for it only when no round ran the agent
+    agent_ran = any(r.tool == "assess" for r in state.rounds)
+    reads: dict[str, dict[str, float]] = {}
+    for r in state.rounds:
+        for s in r.samples:
+            row = state.rows.get(s.image)
+            if row is not None:
+                reads[s.image] = readings(row, measure.of(r.tool), measure.cards)
+                if agent_ran and r.tool != "assess":
+                    reads[s.image].pop(aspect_key(OVERALL), None)
+    return reads
+
+
 def _pooled(
-    rounds: list[RoundDraw], reads: dict[str, dict[str, float]], key: str, population: int | None
+    rounds: list[RoundDraw],
+    reads: dict[str, dict[str, float]],
+    key: str,
+    population: int | None,
+    scale: tuple[float, float] = (1.0, 5.0),
 ) -> Interval | None:
     data: list[tuple[RoundData, Known]] = []
     known = Known()
@@ -135,7 +170,7 @@ def _pooled(
                 (hard if s.stratum == "hard" else rand).append(v)
         data.append((RoundData(hard, rand, r.pool, r.hard_pool, r.remaining), known))
         known = Known(known.total + sum(hard) + sum(rand), known.count + len(hard) + len(rand))
-    return combine(data, population)
+    return combine(data, population, scale=scale)
 
 
 def _own_round(r: RoundDraw, rows: dict[str, Result]) -> Interval | None:
@@ -222,7 +257,9 @@ def read_rows(csv_path: Path) -> dict[str, Result]:
     if not csv_path.exists():
         return rows
     with open(csv_path, newline="", encoding="utf-8", errors="replace") as f:
-        for row in csv.DictReader(f):
+        for cells in csv.DictReader(f):
+            # cells that could read as formulas were written with a leading ' (safe_cell)
+            row = {k: original_cell(v) for k, v in cells.items() if isinstance(v, str)}
             with contextlib.suppress(KeyError, ValueError, ValidationError):
                 rows[row["image"]] = result_of(row)
     return rows

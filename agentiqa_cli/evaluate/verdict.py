@@ -3,7 +3,7 @@ and a one-paragraph summary."""
 
 from __future__ import annotations
 
-from agentiqa_cli.evaluate.records import OVERALL, Estimate, Verdict
+from agentiqa_cli.evaluate.records import OVERALL, Estimate, TierShare, Verdict
 from agentiqa_cli.evaluate.state import EvalState, worst
 from agentiqa_cli.evaluate.tiers import Tiers
 
@@ -11,6 +11,7 @@ from agentiqa_cli.evaluate.tiers import Tiers
 def make_verdict(
     query: str,
     found: list[Estimate],
+    mix: list[TierShare],
     state: EvalState,
     population: int | None,
     tiers: Tiers,
@@ -26,9 +27,12 @@ def make_verdict(
     return Verdict(
         query=query,
         overall=overall,
+        mix=mix,
         sub_aspects=[e for e in found if e.kind != "overall"],
         worst=low.sub_aspect if low else None,
-        summary=summary(overall, low, assessed, population, len(state.rounds), planner_summary),
+        summary=summary(
+            overall, low, assessed, population, len(state.rounds), planner_summary, mix
+        ),
         stop_reason=stop_reason,
         rounds=len(state.rounds),
         assessed=assessed,
@@ -49,6 +53,7 @@ def summary(
     population: int | None,
     rounds: int,
     planner_summary: str = "",
+    mix: list[TierShare] | None = None,
 ) -> str:
     of = f" of {population}" if population is not None else " generated"
     if overall.mean is None or overall.lo is None or overall.hi is None:
@@ -60,8 +65,28 @@ def summary(
             f"images in {rounds} round{'s' if rounds != 1 else ''}"
         )
         text += "; the interval spans more than one tier." if not overall.fits else "."
+    mixed = mix_text(mix or [])
+    if mixed:
+        text += f" {mixed}"
     if low is not None and low.mean is not None:
         text += f" Lowest sub-aspect: {low.sub_aspect} ({low.tier}, {low.mean:.2f})."
     if planner_summary:
         text += f" Planner: {planner_summary}"
     return text
+
+
+MIXED = 0.75  # no tier holds this share of the images: the mean hides a mix
+SHOWN = 0.05  # tiers with a smaller estimated share are left out of the sentence
+
+
+def mix_text(mix: list[TierShare]) -> str:
+    """A sentence on how the images spread over the tiers when no one tier holds most of
+    them (a bimodal folder's mean tier describes few of its images), else ""."""
+    if not mix or max(t.share for t in mix) >= MIXED:
+        return ""
+    parts = [
+        f"{t.share:.0%} {t.tier} ({t.lo:.0%}-{t.hi:.0%})"
+        for t in sorted(mix, key=lambda t: -t.share)
+        if t.share >= SHOWN
+    ]
+    return f"A mixed collection: {', '.join(parts)} of the images."

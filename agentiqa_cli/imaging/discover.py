@@ -66,8 +66,15 @@ def _walk(folder: Path, recursive: bool) -> list[Path]:
             raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}") from None
         return [p for p in entries if _is_image(p) and not p.is_dir()]
     seen: set[tuple[int, int]] = set()
+    unreadable: list[Path] = []
+
+    def report(e: OSError) -> None:  # a sub-folder we cannot list: its own error row
+        if Path(str(e.filename)) == folder:
+            raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}")
+        unreadable.append(Path(str(e.filename)))
+
     # followlinks so linked folders count, with (device, inode) bookkeeping to break loops
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=report, followlinks=True):
         try:
             st = os.stat(dirpath)
         except OSError:
@@ -79,7 +86,21 @@ def _walk(folder: Path, recursive: bool) -> list[Path]:
         seen.add((st.st_dev, st.st_ino))
         dirnames.sort()
         found.extend(Path(dirpath) / f for f in sorted(filenames) if _is_image(Path(f)))
-    return found
+    return found + unreadable
+
+
+def _unlisted(path: Path) -> str:
+    """Why a folder found by a recursive walk could not be listed ("" for files)."""
+    if not path.is_dir():
+        return ""
+    try:
+        with os.scandir(path):
+            pass
+    except OSError as e:
+        return (
+            f"{display_path(path)}: cannot list folder: {e.strerror or e}; its images are skipped"
+        )
+    return ""
 
 
 def _fixed_prefix(pattern: str) -> Path:
@@ -97,7 +118,8 @@ def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path
 
     A path that names a file is taken whatever its extension (so a bad file gets its own
     error row); folders contribute files with image extensions; anything else is tried as
-    a glob pattern. A path that matches nothing is a usage error.
+    a glob pattern. A path that matches nothing, or paths that yield no image at all (an
+    empty folder, a folder of sub-folders without ``recursive``), are a usage error.
     """
     out: list[tuple[Path, Path]] = []
     seen: set[Path] = set()
@@ -128,6 +150,14 @@ def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path
                         add(f, mp)
                 else:
                     add(mp, root)
+    if not out:
+        where = ", ".join(paths)
+        hint = (
+            "; sub-folders are searched only with -R (--recursive)"
+            if not recursive
+            else f"; images are files named {', '.join(sorted(IMAGE_EXTENSIONS)[:4])}, …"
+        )
+        raise ConfigError(f"no images found in {where}{hint}")
     return out
 
 
@@ -135,7 +165,7 @@ def pair(found: list[tuple[Path, Path]], ref: str | None) -> list[Job]:
     """Attach references: one file for all, or a folder matched by relative path, then by name,
     then by stem (so ``a.png`` can pair with ``a.bmp``). No match gives the job an error."""
     if ref is None:
-        return [Job(image=img, root=root) for img, root in found]
+        return [Job(image=img, root=root, error=_unlisted(img)) for img, root in found]
     r = Path(ref)
     if r.is_file():
         return [Job(image=img, root=root, reference=r) for img, root in found]
@@ -144,10 +174,15 @@ def pair(found: list[tuple[Path, Path]], ref: str | None) -> list[Job]:
     by_name: dict[str, list[Path]] = {}
     by_stem: dict[str, list[Path]] = {}
     for f in _walk(r, recursive=True):
+        if f.is_dir():
+            continue  # a folder that cannot be listed holds no reference we can use
         by_name.setdefault(f.name, []).append(f)
         by_stem.setdefault(f.stem, []).append(f)
     jobs = []
     for img, root in found:
+        if why := _unlisted(img):
+            jobs.append(Job(image=img, root=root, error=why))
+            continue
         try:
             rel = img.relative_to(root)
         except ValueError:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -126,37 +129,93 @@ def _unit_float(rgb8: U8) -> F32:
     return out
 
 
-def file_sha256(path: Path) -> str:
+# An image within --max-pixels never needs more than 8 bytes a pixel (16-bit RGBA, stored
+# uncompressed), plus room for metadata; a larger file is refused before anything is read.
+BYTES_PER_PIXEL = 8
+METADATA_ALLOWANCE = 64 << 20
+
+
+def max_file_bytes(max_pixels: int = DEFAULT_MAX_PIXELS) -> int:
+    """The largest file read as an image under ``max_pixels``."""
+    return max_pixels * BYTES_PER_PIXEL + METADATA_ALLOWANCE
+
+
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX; Windows has no FIFOs to wait on
+
+
+@contextmanager
+def open_regular(path: Path, max_bytes: int | None = None) -> Iterator[BinaryIO]:
+    """Open ``path`` for reading only if it is a regular file (after symlinks) and, with
+    ``max_bytes``, not larger than that. A FIFO, device (``/dev/zero``), socket or folder
+    is an ``ImageError`` at once: opened non-blocking, so a FIFO never waits for a writer."""
+    shown = display_path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except PermissionError:
+        raise ImageError(f"{shown}: permission denied") from None
+    except IsADirectoryError:
+        raise ImageError(f"{shown}: is a directory") from None
+    except OSError as e:
+        raise ImageError(f"{shown}: cannot read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ImageError(f"{shown}: is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise ImageError(f"{shown}: not a regular file (FIFO, device or socket); skipped")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise ImageError(
+                f"{shown}: {st.st_size:,} bytes is larger than any image within the pixel "
+                f"limit can be ({max_bytes:,} bytes; --max-pixels)"
+            )
+        if _NONBLOCK:
+            os.set_blocking(fd, True)  # a regular file: ordinary reads from here on
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
+        yield f
+
+
+def _sha256_of(f: BinaryIO) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        h.update(chunk)
     return h.hexdigest()
 
 
+def file_sha256(path: Path, max_bytes: int | None = None) -> str:
+    """SHA-256 of a regular file, read in chunks (``ImageError`` for anything else)."""
+    with open_regular(path, max_bytes) as f:
+        return _sha256_of(f)
+
+
 def load_image(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> LoadedImage:
-    """Decode ``path``: EXIF orientation applied, first frame of animations, any mode → RGB."""
+    """Decode ``path``: EXIF orientation applied, first frame of animations, any mode → RGB.
+
+    Only regular files no larger than ``max_file_bytes(max_pixels)`` are read; the file is
+    hashed in chunks and decoded from the file itself, so a large non-image costs its
+    header, not its size, in memory."""
     shown = display_path(path)
-    try:
-        if path.is_dir():
-            raise ImageError(f"{shown}: is a directory")
-        data = path.read_bytes()
-    except ImageError:
-        raise
-    except PermissionError:
-        raise ImageError(f"{shown}: permission denied") from None
-    except OSError as e:
-        raise ImageError(f"{shown}: cannot read: {e.strerror or e}") from None
-    if not data:
-        raise ImageError(f"{shown}: empty file (0 bytes)")
-    digest = hashlib.sha256(data).hexdigest()
+    with open_regular(path, max_file_bytes(max_pixels)) as f:
+        try:
+            digest = _sha256_of(f)
+            size = f.tell()
+            f.seek(0)
+        except OSError as e:
+            raise ImageError(f"{shown}: cannot read: {e.strerror or e}") from None
+        if size == 0:
+            raise ImageError(f"{shown}: empty file (0 bytes)")
+        return _decode(f, path, digest, max_pixels)
 
-    import io
 
+def _decode(f: BinaryIO, path: Path, digest: str, max_pixels: int) -> LoadedImage:
+    shown = display_path(path)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as im:
+            with Image.open(f) as im:
                 w, h = im.size
                 if w * h > max_pixels:
                     raise ImageError(
@@ -175,7 +234,6 @@ def load_image(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> LoadedImage:
         raise ImageError(f"{shown}: refused as a possible decompression bomb") from None
     except (OSError, SyntaxError, ValueError, EOFError) as e:
         raise ImageError(f"{shown}: corrupt or truncated image ({e})") from None
-    del data
     hgt, wid = decoded.shape[:2]
     if min(hgt, wid) < MIN_SIDE:
         raise ImageError(f"{shown}: image is {wid}×{hgt}; at least {MIN_SIDE}×{MIN_SIDE} is needed")

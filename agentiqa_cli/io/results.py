@@ -1,25 +1,33 @@
 """The results CSV: header always written, one row per image, each row flushed as it finishes.
 
 Crash safety: a row is written with one ``write`` of a complete record, so a killed run
-leaves at most one partial last record. ``--resume`` drops it, reads the keys already
-present and the batch skips them — except rows marked ``transient`` (VLM down, tool
-failure), which are tried again; the newer row for a key is the one that counts.
+leaves at most one partial last record. ``--resume`` parses the file as CSV (any quoting,
+LF or CRLF, a UTF-8 BOM: a spreadsheet's or editor's save), keeps every complete record,
+drops only a final partial one, and refuses (exit 2, file untouched) a file it cannot
+read. The batch skips an input when a row with its path and key is present — except rows
+marked ``transient`` (VLM down, tool failure), which are tried again; the newer row for a
+key is the one that counts.
 
-The file is only created (or truncated) when the first row arrives or the run ends
-cleanly, so a run that fails on a configuration error leaves an earlier CSV untouched.
+A lock (``.<name>.lock`` beside the CSV, portable) is held from opening to closing, so a
+second run on the same CSV is refused whether or not the file exists yet. The file is
+only created (or truncated) when the first row arrives or the run ends cleanly, so a run
+that fails on a configuration error leaves an earlier CSV untouched.
 """
 
 from __future__ import annotations
 
-import contextlib
+import codecs
 import csv
-import fcntl
 import io
 import os
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from agentiqa_cli.errors import ConfigError
+from filelock import FileLock, Timeout
+
+from agentiqa_cli.errors import ConfigError, OutputWriteError
 from agentiqa_cli.records import Result
 
 BASE_COLUMNS = [
@@ -50,6 +58,24 @@ def _fmt(v: float | None, digits: int = 4) -> str:
     return "" if v is None else f"{v:.{digits}f}"
 
 
+@dataclass(frozen=True)
+class DoneRows:
+    """The (image cell, key) pairs of complete rows in a CSV, asked as ``is_done`` asks;
+    a plain value, so it travels to other processes (Ray workers)."""
+
+    rows: frozenset[tuple[str, str]]
+    columns: tuple[str, ...]
+
+    def __call__(self, image: str, key: str) -> bool:
+        return bool(self.rows) and (image_cell(image, self.columns), key) in self.rows
+
+
+def image_cell(image: str, columns: Sequence[str]) -> str:
+    """An input path as the CSV's image cell holds it (sanitized as every cell is)."""
+    cols = list(columns)
+    return row_of(Result(image=image), cols)[cols.index("image")]
+
+
 def row_of(result: Result, columns: list[str], extra: Mapping[str, str] | None = None) -> list[str]:
     """The CSV cells of ``result``; ``extra`` fills columns a command adds (evaluate's)."""
     cells: dict[str, str] = {
@@ -69,15 +95,49 @@ def row_of(result: Result, columns: list[str], extra: Mapping[str, str] | None =
         "key": result.key,
     }
     for t in result.tools:
+        if t.scope is not None:  # a region's reading: in the tools cell, not the image's columns
+            continue
         cells[f"{t.tool}_raw"] = _fmt(t.raw, 5)
         cells[f"{t.tool}_norm"] = _fmt(t.norm, 4)
     cells.update(extra or {})
-    return [cells.get(c, "") for c in columns]
+    return [safe_cell(cells.get(c, "")) for c in columns]
+
+
+# A spreadsheet evaluates a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def _formula_like(value: str) -> bool:
+    # after any apostrophes of its own, so that original_cell undoes safe_cell exactly
+    rest = value.lstrip("'")
+    return rest.startswith(_FORMULA_START) and not _NUMBER.fullmatch(rest)
+
+
+def safe_cell(value: str) -> str:
+    """A text cell a spreadsheet would run as a formula gets a leading ``'`` (shown, not
+    evaluated); plain numbers such as ``-0.5`` stay numbers."""
+    return "'" + value if _formula_like(value) else value
+
+
+def safe_row(cells: Sequence[object]) -> list[str]:
+    """``safe_cell`` over a row of any values (other CSVs: benchmark reports)."""
+    return [safe_cell(str(c)) for c in cells]
+
+
+def original_cell(value: str) -> str:
+    """The text ``safe_cell`` was given (for reading our own CSV back)."""
+    return value[1:] if value.startswith("'") and _formula_like(value) else value
 
 
 def _record(cells: list[str]) -> bytes:
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(cells)
+    # the csv module quotes a cell holding "\n" but not a lone "\r", which readers take as a
+    # line break: a row with one is written with every cell quoted, so it stays one record
+    if any("\r" in c for c in cells):
+        csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL).writerow(cells)
+    else:
+        csv.writer(buf, lineterminator="\n").writerow(cells)
     return buf.getvalue().encode("utf-8")
 
 
@@ -88,8 +148,58 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def lock_path(path: Path) -> Path:
+    """The lock file guarding a results CSV (hidden, so globs and folders never pick it up)."""
+    return path.with_name(f".{path.name}.lock")
+
+
+def read_records(data: bytes, where: str) -> tuple[list[list[str]], int]:
+    """The complete records of a CSV and the number of bytes they span.
+
+    Any valid quoting and line ending is accepted. Only a final partial record (no line
+    ending after it, or cut inside a quoted cell) is left out; anything else that does not
+    parse is a ConfigError, so the caller can stop before touching the file.
+    """
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    consumed = start
+
+    def lines() -> Iterator[str]:
+        nonlocal consumed
+        for raw in data[start:].splitlines(keepends=True):
+            consumed += len(raw)
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError:
+                if consumed < len(data):
+                    raise
+                return  # the final record was cut inside a multi-byte character
+
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(
+            f"{where}: cannot resume: {why}; nothing was changed "
+            "(repair the file, or use another --out)"
+        )
+
+    records: list[tuple[list[str], int]] = []
+    reader = csv.reader(lines(), strict=True)
+    try:
+        for row in reader:
+            if "\0" in "".join(row):
+                raise refuse(f"record {reader.line_num} holds NUL bytes")
+            records.append((row, consumed))
+    except csv.Error as e:
+        if consumed < len(data):
+            raise refuse(f"line {reader.line_num}: {e}") from None
+    except UnicodeDecodeError:
+        raise refuse(f"line {reader.line_num + 1} is not UTF-8") from None
+    if records and data[records[-1][1] - 1 : records[-1][1]] not in (b"\n", b"\r"):
+        records.pop()  # no line ending after it: the write was cut
+    rows = [row for row, _ in records]
+    return rows, records[-1][1] if records else start
+
+
 class ResultsWriter:
-    """Append-only CSV writer; ``done_keys`` are the keys of complete rows already present."""
+    """Append-only CSV writer; ``done`` holds the (image, key) cells of complete rows present."""
 
     def __init__(
         self,
@@ -101,67 +211,93 @@ class ResultsWriter:
         self.path = path
         self.columns = columns
         self.extra = extra  # cells of added columns, per result
-        self.done_keys: set[str] = set()
+        self.done: set[tuple[str, str]] = set()
         self._fd = -1
+        self._lock: FileLock | None = None
         path.parent.mkdir(parents=True, exist_ok=True)
-        if resume and path.exists() and path.stat().st_size > 0:
-            self._fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        if not path.exists() or path.is_file():  # devices (--force -o /dev/null): no lock
+            self._lock = FileLock(lock_path(path), timeout=0)
             try:
-                # two resumed runs on one CSV would both append the same images
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(self._fd)
-                self._fd = -1
+                # two runs on one CSV would both write the same images
+                self._lock.acquire()
+            except Timeout:
                 raise ConfigError(f"{path}: another agentiqa run is writing it") from None
-            self._prepare_resume()
+        try:
+            if resume and path.is_file() and path.stat().st_size > 0:
+                self._prepare_resume()
+        except BaseException:
+            self._release()
+            raise
+
+    def is_done(self, image: str, key: str) -> bool:
+        """Whether a complete row for this input path with this key is already present."""
+        return (image_cell(image, self.columns), key) in self.done
 
     def _prepare_resume(self) -> None:
         data = self.path.read_bytes()
-        text = data.decode("utf-8", errors="replace")
-        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-        rows: list[list[str]] = []
-        with contextlib.suppress(csv.Error):  # the last record was cut inside a quoted cell
-            rows.extend(reader)
+        rows, end = read_records(data, str(self.path))
         if not rows or rows[0] != self.columns:
             raise ConfigError(
                 f"{self.path}: its columns differ from this run's (other tools?); "
                 "use another --out or drop --resume"
             )
-        # keep only complete records: whole rows, re-serialized exactly as they were written
-        keep = _record(rows[0])
-        complete = []
-        for row in rows[1:]:
-            rec = _record(row)
-            if len(row) != len(self.columns) or not data.startswith(rec, len(keep)):
-                break
-            keep += rec
-            complete.append(row)
-        if len(keep) != len(data):
-            os.ftruncate(self._fd, len(keep))
+        width = len(self.columns)
+        complete = [r for r in rows[1:] if r]  # blank lines are harmless
+        for row in complete:
+            if len(row) != width:
+                raise ConfigError(
+                    f"{self.path}: cannot resume: a record has {len(row)} cells, the header "
+                    f"{width}; nothing was changed (repair the file, or use another --out)"
+                )
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        if end != len(data):
+            os.ftruncate(self._fd, end)
+        image_at = self.columns.index("image")
         key_at = self.columns.index("key")
         status_at = self.columns.index("status")
         transient_at = self.columns.index("transient")
         for row in complete:
             if row[key_at] and not (row[status_at] == "error" and row[transient_at] == "1"):
-                self.done_keys.add(row[key_at])
+                self.done.add((row[image_at], row[key_at]))
 
     def _ensure_open(self) -> None:
         if self._fd < 0:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            write_all(self._fd, _record(self.columns))
+            try:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                write_all(self._fd, _record(self.columns))
+            except OSError as e:
+                raise self._failed(e) from None
 
     def write(self, result: Result) -> None:
-        self._ensure_open()
         extra = self.extra(result) if self.extra is not None else None
-        write_all(self._fd, _record(row_of(result, self.columns, extra)))
+        record = _record(row_of(result, self.columns, extra))
+        self._ensure_open()
+        try:
+            write_all(self._fd, record)
+        except OSError as e:  # disk full, quota, a device: the rows before stay valid
+            raise self._failed(e) from None
+
+    def _failed(self, e: OSError) -> OutputWriteError:
+        return OutputWriteError(
+            f"{self.path}: cannot write: {e.strerror or e}; the rows written before are "
+            "complete (--resume continues once there is room)"
+        )
 
     def close(self, completed: bool = True) -> None:
         """``completed=False`` (the run failed before any row): leave the file as it was."""
-        if completed:
-            self._ensure_open()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        try:
+            if completed:
+                self._ensure_open()
+        finally:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+            self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def __enter__(self) -> ResultsWriter:
         return self

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
+from agentiqa_cli.errors import OutputWriteError
 from agentiqa_cli.io.results import write_all
 from agentiqa_cli.records import PromptRequest, ReplyRecord, Step, ToolRequest, TraceEvent, Usage
 
@@ -52,9 +53,12 @@ class TraceWriter:
         if self.path is None:
             return
         with self._lock:
-            if self._fd < 0:
-                self._open()
-            self._write(event)
+            try:
+                if self._fd < 0:
+                    self._open()
+                self._write(event)
+            except OSError as e:  # disk full: stop the run (exit 3), the rows so far stand
+                raise OutputWriteError(f"{self.path}: cannot write: {e.strerror or e}") from None
 
     def bind(self, image: str | None, key: str | None = None) -> ImageTrace:
         """A handle that stamps every event with one image and its resume key."""

@@ -21,6 +21,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    FiniteFloat,
     StringConstraints,
     ValidationError,
     field_validator,
@@ -28,7 +29,7 @@ from pydantic import (
 
 from agentiqa_cli.errors import ConfigError, UnknownToolError
 from agentiqa_cli.records import Category, Mode
-from agentiqa_cli.tools.logistic import normalize
+from agentiqa_cli.tools.logistic import anchor_top, normalize
 
 
 class Logistic(BaseModel):
@@ -36,7 +37,8 @@ class Logistic(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    params: list[float] = Field(min_length=5, max_length=5)
+    # finite: NaN makes every score an error, ±inf a step or an inverted curve
+    params: list[FiniteFloat] = Field(min_length=5, max_length=5)
     source: str = Field(min_length=1, description="dataset/procedure the parameters were fitted on")
 
 
@@ -72,6 +74,11 @@ class ToolCard(BaseModel):
         description="place in the default tool set of its mode (`score` without --tools, the "
         "agent's fallback tools), 1 first; absent: not a default",
     )
+    identical: float | None = Field(
+        None,
+        description="full-reference tools: the raw reading of an image against an identical "
+        "copy; the fitted curve is stretched (tools.logistic.anchor_top) so that it maps to 5",
+    )
     weight_files: tuple[WeightFile, ...] = Field(
         (),
         description="the files a `weights` tool loads from the caches, as its backend fetches "
@@ -89,16 +96,26 @@ class ToolCard(BaseModel):
     def normalize(self, raw: float) -> float:
         """Raw → [1, 5], higher is better.
 
-        With fitted logistic parameters those are used; an uncalibrated card maps its raw
-        range linearly (respecting ``lower_better``), which keeps order but not scale.
+        With fitted logistic parameters those are used (stretched so that ``identical``
+        maps to 5, when the card gives it); an uncalibrated card maps its raw range linearly
+        (respecting ``lower_better``), which keeps order but not scale.
         """
         if self.logistic is not None:
-            return normalize(raw, self.logistic.params)
+            return normalize(raw, self.curve_params)
         lo, hi = self.raw_range
         t = (min(max(raw, lo), hi) - lo) / (hi - lo)
         if self.lower_better:
             t = 1.0 - t
         return 1.0 + 4.0 * t
+
+    @property
+    def curve_params(self) -> list[float]:
+        """The logistic parameters ``normalize`` uses (the card's, anchored at the top)."""
+        if self.logistic is None:
+            raise ValueError(f"{self.name} has no fitted logistic")
+        if self.identical is None:
+            return list(self.logistic.params)
+        return anchor_top(self.logistic.params, self.identical)
 
     @property
     def calibrated(self) -> bool:

@@ -24,11 +24,17 @@ def normalize(raw: float, params: Sequence[float]) -> float:
     return float(np.clip(logistic5(raw, *params), 1.0, 5.0))
 
 
-def fit_logistic(x: ArrayLike, y: ArrayLike) -> tuple[list[float], float]:
+def fit_logistic(
+    x: ArrayLike, y: ArrayLike, increasing: bool | None = None
+) -> tuple[list[float], float]:
     """Least-squares fit of the five parameters; returns (params, RMSE of the fit).
 
-    Starts from the usual VQEG initial guess and tries both slopes, keeping the better fit,
-    so decreasing raw scores (lower-is-better metrics) fit as well as increasing ones.
+    The curve is monotone by construction: b1 >= 0, and b2 and the linear term b4 share the
+    direction's sign, so the sigmoid and the line never pull against each other (free
+    parameters let least squares trade a large b1 against a large b4, and the curve then
+    turns back inside the raw range: raw 0.3 -> 3.18, 0.7 -> 2.73, 0.76 -> 3.90). Both
+    directions are tried unless ``increasing`` fixes one, and the better fit is kept, so
+    lower-is-better raw scores fit as well as higher-is-better ones.
     """
     from scipy.optimize import curve_fit
 
@@ -39,17 +45,16 @@ def fit_logistic(x: ArrayLike, y: ArrayLike) -> tuple[list[float], float]:
     spread = float(np.std(xa)) or 1.0
     xr = float(np.ptp(xa)) or 1.0
     yr = float(np.ptp(ya)) or 1.0
-    # bounds keep nearly linear data from drifting to huge cancelling parameters
-    lower = [
-        -50 * yr,
-        -100 / spread,
-        float(xa.min()) - xr,
-        -10 * yr / xr,
-        float(ya.min()) - 50 * yr,
-    ]
-    upper = [50 * yr, 100 / spread, float(xa.max()) + xr, 10 * yr / xr, float(ya.max()) + 50 * yr]
+    b5 = (float(ya.min()) - 50 * yr, float(ya.max()) + 50 * yr)
+    b3 = (float(xa.min()) - xr, float(xa.max()) + xr)
     best: tuple[list[float], float] | None = None
-    for sign in (1.0, -1.0):
+    signs = (1.0, -1.0) if increasing is None else ((1.0,) if increasing else (-1.0,))
+    for sign in signs:
+        # bounds also keep nearly linear data from drifting to huge parameters
+        b2 = (0.0, 100 / spread) if sign > 0 else (-100 / spread, 0.0)
+        b4 = (0.0, 10 * yr / xr) if sign > 0 else (-10 * yr / xr, 0.0)
+        lower = [0.0, b2[0], b3[0], b4[0], b5[0]]
+        upper = [50 * yr, b2[1], b3[1], b4[1], b5[1]]
         p0 = [yr, sign / spread, float(np.mean(xa)), 0.0, float(np.mean(ya))]
         try:
             popt, _ = curve_fit(logistic5, xa, ya, p0=p0, bounds=(lower, upper), maxfev=5000)
@@ -61,3 +66,23 @@ def fit_logistic(x: ArrayLike, y: ArrayLike) -> tuple[list[float], float]:
     if best is None:
         raise ValueError("logistic fit did not converge")
     return best
+
+
+def anchor_top(params: Sequence[float], raw_top: float, top: float = 5.0) -> list[float]:
+    """The same curve stretched about 1 so that ``raw_top`` maps to ``top``.
+
+    For full-reference tools ``raw_top`` is the reading of an image against an identical
+    copy (psnr 80 dB in pyiqa, ssim 1, gmsd 0): fidelity cannot be better, so it is 5.
+    Curves fitted to human scores (Table 5) or to a pseudo-MOS top out lower (psnr's
+    synthetic fit at 3.57), because even pristine references are rated below 5. The
+    logistic is affine in b1, b4 and b5, so ``1 + k (q - 1)`` is again a logistic: same
+    shape, same order, only the scale changes. Curves already reaching ``top`` are kept.
+    """
+    b1, b2, b3, b4, b5 = (float(p) for p in params)
+    q = float(logistic5(raw_top, b1, b2, b3, b4, b5))
+    if q >= top:
+        return [b1, b2, b3, b4, b5]
+    if q <= 1.0:
+        raise ValueError(f"the curve maps {raw_top} to {q:.3f}: nothing to stretch")
+    k = (top - 1.0) / (q - 1.0)
+    return [k * b1, b2, b3, k * b4, k * b5 + 1.0 - k]

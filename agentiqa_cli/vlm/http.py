@@ -13,10 +13,11 @@ import math
 import random
 import time
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
+from agentiqa_cli.config import redact_url
 from agentiqa_cli.errors import VLMError, VLMUnreachableError
 from agentiqa_cli.records import Usage
 from agentiqa_cli.vlm.base import Message, VLMReply, VLMRequest
@@ -33,17 +34,27 @@ _MASKED = -9999.0  # vLLM's logprob for a token that structured output forbids
 
 
 def normalize_base_url(url: str) -> str:
-    """``http://h:8000`` → ``http://h:8000/v1``; a pasted ``…/chat/completions`` is trimmed."""
-    url = url.strip().rstrip("/")
-    for suffix in ("/chat/completions", "/completions", "/models"):
-        if url.endswith(suffix):
-            url = url[: -len(suffix)]
-    parts = urlsplit(url)
+    """``http://h:8000`` → ``http://h:8000/v1``; a pasted ``…/chat/completions`` is trimmed.
+    A query string (``?api-version=…``) is kept; each request sends it after its path."""
+    parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise VLMError(f"VLM URL must look like http://HOST:PORT/v1, got {url!r}")
-    if parts.path in ("", "/"):
-        url += "/v1"
-    return url
+        raise VLMError(f"VLM URL must look like http://HOST:PORT/v1, got {redact_url(url)!r}")
+    path = parts.path.rstrip("/")
+    for suffix in ("/chat/completions", "/completions", "/models"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+    return urlunsplit((parts.scheme, parts.netloc, path or "/v1", parts.query, ""))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of a URL that are credentials: user, password and query values."""
+    parts = urlsplit(url)
+    found = [parts.username or "", parts.password or ""]
+    for pair in parts.query.split("&"):
+        raw = pair.partition("=")[2]
+        found += [raw, unquote(raw)]
+    # short values would mask ordinary words in messages; the whole URL is replaced anyway
+    return sorted({x for x in found if len(x) >= 4}, key=len, reverse=True)
 
 
 class _Retryable(Exception):
@@ -82,7 +93,9 @@ class OpenAIHTTPVLM:
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be ≥ 1")
-        self.base_url = normalize_base_url(base_url)
+        self.base_url = normalize_base_url(base_url)  # with credentials: requests only
+        self.shown_url = redact_url(self.base_url)  # for every message
+        self._secrets = url_secrets(self.base_url)
         self.model = model
         self.retries = max(0, retries)
         self.backoff = backoff
@@ -104,7 +117,7 @@ class OpenAIHTTPVLM:
         )
 
     def __repr__(self) -> str:  # never shows the key
-        return f"OpenAIHTTPVLM({self.base_url!r}, model={self.model!r})"
+        return f"OpenAIHTTPVLM({self.shown_url!r}, model={self.model!r})"
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -123,13 +136,13 @@ class OpenAIHTTPVLM:
         if self.model is None:
             if len(served) != 1:
                 raise VLMError(
-                    f"VLM server at {self.base_url} serves {len(served)} models "
+                    f"VLM server at {self.shown_url} serves {len(served)} models "
                     f"({', '.join(served) or 'none'}); choose one with --model"
                 )
             self.model = served[0]
         elif self.model not in served:
             raise VLMError(
-                f"model {self.model!r} is not served at {self.base_url}; "
+                f"model {self.model!r} is not served at {self.shown_url}; "
                 f"available: {', '.join(served) or 'none'}"
             )
         return served
@@ -202,7 +215,9 @@ class OpenAIHTTPVLM:
             choice = data["choices"][0]
             text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise VLMError(f"VLM server at {self.base_url} sent a malformed reply") from None
+            raise VLMError(
+                self._redact(f"VLM server at {self.shown_url} sent a malformed reply")
+            ) from None
         finish = choice.get("finish_reason")  # "length": cut short (see VLMReply.truncated)
         usage = data.get("usage") or {}
         tokens, top = _logprobs(choice.get("logprobs")) if request.top_logprobs else (None, None)
@@ -230,7 +245,7 @@ class OpenAIHTTPVLM:
     # -- transport with retries ------------------------------------------------------------
 
     async def _send(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
-        url = self.base_url + path
+        url = self._url(path)
         attempts = self.retries + 1
         last: _Retryable | None = None
         for attempt in range(attempts):
@@ -267,9 +282,9 @@ class OpenAIHTTPVLM:
         try:
             data = resp.json()
         except ValueError:
-            raise VLMError(f"VLM server at {self.base_url} sent a non-JSON reply") from None
+            raise VLMError(f"VLM server at {self.shown_url} sent a non-JSON reply") from None
         if not isinstance(data, dict):
-            raise VLMError(f"VLM server at {self.base_url} sent a malformed reply")
+            raise VLMError(f"VLM server at {self.shown_url} sent a malformed reply")
         return data
 
     def _delay(self, attempt: int, last: _Retryable | None) -> float:
@@ -284,14 +299,28 @@ class OpenAIHTTPVLM:
         tries = f"{attempts} attempt{'s' if attempts > 1 else ''}"
         if last.kind == "connect":
             return VLMUnreachableError(
-                self._redact(f"cannot reach VLM server at {self.base_url}: {last.detail} ({tries})")
+                self._redact(
+                    f"cannot reach VLM server at {self.shown_url}: {last.detail} ({tries})"
+                )
             )
         if last.kind == "timeout":
-            return VLMError(f"VLM server at {self.base_url}: {last.detail} ({tries})")
-        return VLMError(self._redact(f"VLM server at {self.base_url}: {last.detail} ({tries})"))
+            return VLMError(
+                self._redact(f"VLM server at {self.shown_url}: {last.detail} ({tries})")
+            )
+        return VLMError(self._redact(f"VLM server at {self.shown_url}: {last.detail} ({tries})"))
+
+    def _url(self, path: str) -> str:
+        """The endpoint ``path`` under the base URL, its query string kept at the end."""
+        parts = urlsplit(self.base_url)
+        return urlunsplit(parts._replace(path=parts.path + path))
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        """No key, password, user or query value in any message (servers echo them)."""
+        text = text.replace(self.base_url, self.shown_url)
+        for secret in [self._api_key or "", *self._secrets]:
+            if secret:
+                text = text.replace(secret, "***")
+        return text
 
 
 def _schema_name(role: str) -> str:

@@ -1,0 +1,156 @@
+"""`experience build` and `experience show`: the pool that learns which tool to trust."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from agentiqa_cli.cli import render as ui
+from agentiqa_cli.cli.app import experience_app
+from agentiqa_cli.cli.options import EXIT_CODES_HELP, Common, JsonOut, shared, tool_list
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.experience.pool import Pool, read_pool
+from agentiqa_cli.records import CATEGORIES, Mode
+from agentiqa_cli.runtime import Runtime
+
+
+@experience_app.command(epilog=EXIT_CODES_HELP)
+@shared("setup")
+def build(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="Folder of your own clean images, or a MOS table (CSV with image, mos, "
+            "distortion[, reference]; or an eval-bench mos layout, see --layout).",
+            show_default=False,
+        ),
+    ],
+    opts: Common,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The pool file to write.")] = Path(
+        "experience.db"
+    ),
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            "--tools",
+            "-t",
+            help="Comma-separated candidate tools. Default: those the agent selects from.",
+        ),
+    ] = None,
+    mode: Annotated[
+        str, typer.Option("--mode", help="NR, FR or both: the reference modes to learn.")
+    ] = "NR",
+    categories: Annotated[
+        str | None,
+        typer.Option("--categories", help="Comma-separated distortion categories (default all)."),
+    ] = None,
+    size: Annotated[
+        int, typer.Option("--size", min=64, help="Long side the images are resized to.")
+    ] = 384,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic distortions.")] = 0,
+    recursive: Annotated[
+        bool, typer.Option("--recursive", "-R", help="Descend into sub-folders.")
+    ] = False,
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            "--layout",
+            help="DATA is a MOS dataset of this eval-bench mos layout (csv, kadid10k, ...).",
+        ),
+    ] = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Learn which tool to trust per distortion: synthetic levels of your images, four metrics
+    vote per tool, a Bradley-Terry-Davidson ranking with a Wald test per category."""
+    from agentiqa_cli.experience.build import MODES, build_pool
+
+    modes: list[Mode] = list(MODES) if mode.upper() == "BOTH" else [mode.upper()]  # type: ignore[list-item]
+    if any(m not in MODES for m in modes):
+        raise ConfigError(f"--mode must be NR, FR or both, got {mode!r}")
+    cats = tool_list(categories) or list(CATEGORIES)
+    unknown = [c for c in cats if c not in CATEGORIES]
+    if unknown:
+        raise ConfigError(f"unknown categories {unknown}; known: {', '.join(CATEGORIES)}")
+    settings = opts.settings()
+    rt = Runtime(settings)
+    images = [0]
+
+    def progress(name: str, status: str) -> None:
+        if status != "ok":
+            ui.warn(f"{name}: {status} (skipped)")
+        else:
+            images[0] += 1
+            ui.note(f"measured {name} ({images[0]})", opts.quiet)
+
+    notes: list[str] = []
+    pool = build_pool(
+        data, out, cards=rt.cards, runner=rt.runner, modes=modes, tools=tool_list(tools),
+        learned_tools=settings.learned_tools, categories=cats, size=size, seed=seed,
+        calibration=rt.calibration_digest(), recursive=recursive,
+        max_pixels=settings.max_pixels, layout=layout, on_image=progress, notes=notes,
+    )  # fmt: skip
+    for n in notes:
+        ui.note(n, opts.quiet)
+    _show(pool, json_out)
+
+
+@experience_app.command(epilog=EXIT_CODES_HELP)
+def show(
+    pool: Annotated[Path, typer.Argument(help="The pool file.", show_default=False)],
+    json_out: JsonOut = False,
+) -> None:
+    """The rankings per (mode, distortion category): θ, d and SE of the top two, significance."""
+    _show(read_pool(pool), json_out)
+
+
+def pool_json(pool: Pool) -> dict[str, Any]:
+    return {
+        "path": str(pool.path),
+        "source": pool.meta.source,
+        "records": len(pool.records),
+        "entries": [
+            {
+                "mode": e.mode,
+                "category": e.category,
+                "records": e.records,
+                "significant": e.significant,
+                "best": e.best,
+                "d": e.d,
+                "se": e.se,
+                "nu": e.nu,
+                "ranking": [{"tool": t, "theta": th, "se": se} for t, th, se in e.ranking()],
+            }
+            for e in pool.entries.values()
+        ],
+    }
+
+
+def _show(pool: Pool, json_out: bool) -> None:
+    if json_out:
+        ui.print_json(pool_json(pool))
+        return
+    table = Table(title=f"experience pool {escape(str(pool.path))}")
+    for col in ("mode", "category", "records", "ranking (θ, best first)", "d", "SE", "significant"):
+        table.add_column(col, justify="right" if col in ("records", "d", "SE") else "left")
+    for e in pool.entries.values():
+        ranking = ", ".join(f"{t} {th:+.2f}" for t, th, _ in e.ranking()[:4])
+        table.add_row(
+            e.mode,
+            e.category,
+            str(e.records),
+            escape(ranking),
+            f"{e.d:.2f}" if e.d is not None else "-",
+            f"{e.se:.2f}" if e.se is not None else "-",
+            "yes" if e.significant else "no",
+        )
+    ui.out.print(table)
+    covered = sum(e.significant for e in pool.entries.values())
+    ui.out.print(
+        f"{covered} of {len(pool.entries)} keys significant: their tool is chosen without "
+        "asking the VLM (assess --experience)",
+        highlight=False,
+    )

@@ -1,0 +1,123 @@
+"""`report`: the dataset issue report over a results CSV (and `--report` for score/assess)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from agentiqa_cli.cli import render as ui
+from agentiqa_cli.cli.app import app
+from agentiqa_cli.cli.options import EXIT_CODES_HELP
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.gate import EXIT_INPUT, EXIT_OK
+from agentiqa_cli.report import Report, build_report, render_html
+from agentiqa_cli.report.rows import read_rows
+
+ReportOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--report",
+        help="Also write the dataset issue report (HTML, as `agentiqa report`) to this file.",
+    ),
+]
+
+
+def default_html(csv: Path) -> Path:
+    return csv.with_name(csv.stem + ".report.html")
+
+
+def make_report(csv: Path, html: Path, top: int, quiet: bool) -> Report:
+    """Measure, build and write the page; the CLI's one path for `report` and `--report`."""
+    rows = read_rows(csv)
+    reporter = ui.Reporter(len(rows), "report", quiet)
+    with reporter.running():
+        report = build_report(
+            csv, rows=rows, top=top, on_image=lambda n: reporter.advance(n, "read")
+        )
+    try:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_text(render_html(report), encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{html}: cannot write the report: {e.strerror or e}") from None
+    return report
+
+
+def issues_table(report: Report) -> Table:
+    table = Table(title=f"agentiqa report: {report.csv}", title_justify="left")
+    table.add_column("issue")
+    table.add_column("from")
+    table.add_column("images", justify="right")
+    table.add_column("worst", overflow="fold")
+    for issue in report.issues:
+        worst = ", ".join(s.image for s in issue.worst[:3])
+        style = "dim" if issue.count == 0 else ""
+        table.add_row(issue.name, issue.source, str(issue.count), escape(worst), style=style)
+    table.caption = (
+        f"{report.images} images, {report.readable} readable; "
+        f"{len(report.exact_sets)} exact and {len(report.near_sets)} near duplicate sets"
+    )
+    return table
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+def report(
+    csv: Annotated[
+        Path,
+        typer.Argument(help="A results CSV written by `score` or `assess`.", show_default=False),
+    ],
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Where to write the HTML page. Default: RESULTS.report.html."),
+    ] = None,
+    top: Annotated[
+        int, typer.Option("--top", min=1, max=100, help="Worst images shown per issue.")
+    ] = 6,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the report as JSON instead of the table.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+) -> None:
+    """A dataset issue report: per-issue counts (dark, light, blurry, low information, odd
+    aspect ratio, odd size, grayscale, exact and near duplicates, plus the CSV's failures,
+    low scores, distortions and imperfections), duplicate sets and the worst images per
+    issue, as a self-contained HTML page with thumbnails; the table on stdout.
+
+    Image paths in the CSV are read as written, or relative to the CSV's folder. Exits 3
+    when some images could not be read (they are listed in the page)."""
+    if not csv.is_file():
+        raise ConfigError(f"{csv}: no such results CSV")
+    target = html or default_html(csv)
+    result = make_report(csv, target, top, quiet)
+    if json_out:
+        ui.print_json({**result.model_dump(mode="json", exclude=_THUMBS), "html": str(target)})
+    else:
+        ui.out.print(issues_table(result))
+        ui.out.print(f"report → {target}", highlight=False, markup=False)
+    if result.unreadable and not quiet:
+        ui.warn(f"{len(result.unreadable)} image(s) could not be read; listed in {target}")
+    raise typer.Exit(EXIT_INPUT if result.unreadable else EXIT_OK)
+
+
+# thumbnails are for the page; JSON on stdout names the images only
+_THUMBS: dict[str, Any] = {
+    "issues": {"__all__": {"worst": {"__all__": {"thumbnail"}}}},
+    "exact_sets": {"__all__": {"__all__": {"thumbnail"}}},
+    "near_sets": {"__all__": {"__all__": {"thumbnail"}}},
+    "unreadable": {"__all__": {"thumbnail"}},
+}
+
+
+def report_after_run(csv: Path, html: Path | None, quiet: bool) -> None:
+    """`--report` on score/assess: write the page after the batch; a note on stderr."""
+    if html is None:
+        return
+    if not csv.is_file():
+        ui.warn(f"--report: {csv} was not written (no images?); no report")
+        return
+    result = make_report(csv, html, 6, quiet)
+    flagged = sum(1 for i in result.issues if i.count)
+    ui.note(f"report: {flagged} issue(s) found over {result.images} image(s) → {html}", quiet)

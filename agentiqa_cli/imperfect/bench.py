@@ -1,0 +1,206 @@
+"""`eval-bench vqpp`: seed 003's V-QPP benchmark over a folder of clean images.
+
+Every clean image yields the original plus the ten corruptions, each with a parameter drawn
+from the paper's levels by a generator seeded with (seed, image, kind), so one item never
+depends on which others are built. The configured backend (rules, a scripted model, a
+served VLM) decides each image's operations as `agentiqa fix` does, and per kind:
+
+- tool-selection accuracy (TSA): the chosen tools include every oracle tool type; for the
+  original and crop, only when nothing is chosen (seed 003 §4.3);
+- parameter score (PS): exact degrees/direction for rotate/flip, exp(-0.5·|φ-φ*|) for lum,
+  the IoU of the box for crop/fill, 0 for a wrong selection; none for deblur/denoise;
+- false fixes: originals given any operation; false findings: originals with any fixable
+  imperfection reported.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from agentiqa_cli.bench.synth import item_rng
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imperfect.corrupt import KINDS, OTHERS_NEEDED, corrupt
+from agentiqa_cli.imperfect.records import FIXABLE, Crop, Fill, Flip, Lum, Operation, Rotate
+
+KINDS_AND_ORIGINAL: tuple[str, ...] = ("original", *KINDS)
+_OPS = TypeAdapter(list[Operation])
+
+
+class VqppItem(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str  # relative to the benchmark folder
+    clean: str
+    kind: str
+    param: str = ""
+    oracle: list[Operation] = Field(default_factory=list)
+
+
+class VqppRow(BaseModel):
+    """One kind's figures (``kind == "overall"``: the mean over kinds)."""
+
+    kind: str
+    n: int
+    failed: int = 0
+    tsa: float | None = None
+    ps: float | None = None
+    false_fix: float | None = None  # originals only
+    false_finding: float | None = None  # originals only
+
+
+def _u8(x: np.ndarray) -> np.ndarray:
+    return np.asarray(np.clip(np.rint(x * 255.0), 0, 255), dtype=np.uint8)
+
+
+def build(
+    clean_dir: Path, out_dir: Path, seed: int = 0, size: int | None = 384, limit: int | None = None
+) -> list[VqppItem]:
+    """Write the originals and their corruptions as PNG under ``out_dir`` with
+    ``manifest.jsonl``; returns the items. ``limit``: the first N clean images (by name)."""
+    from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS
+    from agentiqa_cli.imaging.load import load_image
+
+    sources = sorted(
+        p for p in Path(clean_dir).iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+    )
+    sources = sources[:limit] if limit else sources
+    if len(sources) < 2:
+        raise ConfigError(f"{clean_dir}: needs at least 2 clean images (collages use others)")
+    cleans: list[np.ndarray] = []
+    for p in sources:
+        im = Image.fromarray(_u8(load_image(p).pixels))
+        if size:
+            s = size / max(im.size)
+            im = im.resize((max(16, round(im.width * s)), max(16, round(im.height * s))),
+                           Image.Resampling.LANCZOS)  # fmt: skip
+        cleans.append(np.asarray(im, dtype=np.float32) / 255.0)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    items = []
+    for i, (src, x) in enumerate(zip(sources, cleans, strict=True)):
+        for kind in KINDS_AND_ORIGINAL:
+            rng = item_rng(seed, src.name, kind)
+            rel = f"{kind}/{src.stem}.png"
+            (out_dir / kind).mkdir(exist_ok=True)
+            oracle: list[Operation] = []
+            if kind == "original":
+                y, param = x, ""
+            else:
+                pool = [j for j in range(len(cleans)) if j != i]
+                need = OTHERS_NEEDED.get(kind, 0)
+                picks = [int(j) for j in rng.choice(pool, size=need, replace=len(pool) < need)]
+                y, oracle, param = corrupt(kind, x, [cleans[j] for j in picks], rng)
+            Image.fromarray(_u8(y)).save(out_dir / rel, format="PNG", compress_level=1)
+            items.append(VqppItem(image=rel, clean=src.name, kind=kind, param=param,
+                                  oracle=oracle))  # fmt: skip
+    with open(out_dir / "manifest.jsonl", "w", encoding="utf-8") as f:
+        for it in items:
+            f.write(it.model_dump_json() + "\n")
+    return items
+
+
+def read_manifest(path: Path) -> list[VqppItem]:
+    return [VqppItem.model_validate_json(line) for line in path.read_text().splitlines() if line]
+
+
+# -- metrics -------------------------------------------------------------------------------
+def tool_selected(item: VqppItem, chosen: Sequence[Operation]) -> bool:
+    if item.kind in ("original", "crop"):
+        return not chosen
+    return {o.tool for o in item.oracle} <= {o.tool for o in chosen}
+
+
+def parameter_score(item: VqppItem, chosen: Sequence[Operation]) -> float | None:
+    """Mean over the oracle's parametrized operations; None when it has none."""
+    scores = []
+    for want in item.oracle:
+        same = [o for o in chosen if o.tool == want.tool]
+        match want:
+            case Rotate() | Flip():
+                scores.append(float(any(o == want for o in same)))
+            case Lum():
+                scores.append(max((math.exp(-0.5 * abs(o.factor - want.factor))
+                                   for o in same if isinstance(o, Lum)), default=0.0))  # fmt: skip
+            case Crop() | Fill():
+                assert want.bbox is not None
+                ious = [o.bbox.iou(want.bbox) for o in same
+                        if isinstance(o, Crop | Fill) and o.bbox is not None]  # fmt: skip
+                scores.append(max(ious, default=0.0))
+    return float(np.mean(scores)) if scores else None
+
+
+def report(
+    items: Sequence[VqppItem],
+    chosen: dict[str, list[Operation] | None],
+    found: dict[str, list[str]],
+) -> list[VqppRow]:
+    """Per kind, then the mean over kinds; an item without a decision (None) failed and
+    counts as wrong."""
+    rows = []
+    for kind in KINDS_AND_ORIGINAL:
+        its = [it for it in items if it.kind == kind]
+        if not its:
+            continue
+        ok, ps, failed = [], [], 0
+        for it in its:
+            ops = chosen.get(it.image)
+            if ops is None:
+                failed += 1
+                ok.append(False)
+                ps.append(0.0 if it.oracle else None)
+                continue
+            hit = tool_selected(it, ops)
+            ok.append(hit)
+            p = parameter_score(it, ops)
+            ps.append(p if hit or p is None else 0.0)
+        defined = [p for p in ps if p is not None]
+        row = VqppRow(kind=kind, n=len(its), failed=failed, tsa=float(np.mean(ok)),
+                      ps=float(np.mean(defined)) if defined else None)  # fmt: skip
+        if kind == "original":
+            row.false_fix = float(np.mean([bool(chosen.get(it.image)) for it in its]))
+            row.false_finding = float(
+                np.mean([bool(set(found.get(it.image, [])) & set(FIXABLE)) for it in its])
+            )
+        rows.append(row)
+    tsas = [r.tsa for r in rows if r.tsa is not None]
+    pss = [r.ps for r in rows if r.ps is not None]
+    rows.append(VqppRow(kind="overall", n=len(items), failed=sum(r.failed for r in rows),
+                        tsa=float(np.mean(tsas)) if tsas else None,
+                        ps=float(np.mean(pss)) if pss else None))  # fmt: skip
+    return rows
+
+
+def write_report(rows: Sequence[VqppRow], path: Path) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        fields = list(VqppRow.model_fields)
+        w.writerow(fields)
+        for r in rows:
+            d = r.model_dump()
+            w.writerow(["" if d[k] is None else (f"{d[k]:.4f}" if isinstance(d[k], float)
+                        else d[k]) for k in fields])  # fmt: skip
+
+
+def write_decisions(
+    items: Sequence[VqppItem],
+    chosen: dict[str, list[Operation] | None],
+    found: dict[str, list[str]],
+    path: Path,
+) -> None:
+    """One JSON line per item: what was done, what the oracle does, what was chosen."""
+    with open(path, "w", encoding="utf-8") as f:
+        for it in items:
+            ops = chosen.get(it.image)
+            f.write(json.dumps({
+                "image": it.image, "kind": it.kind, "param": it.param,
+                "oracle": _OPS.dump_python(it.oracle, mode="json"),
+                "chosen": None if ops is None else _OPS.dump_python(ops, mode="json"),
+                "found": found.get(it.image, []),
+            }) + "\n")  # fmt: skip

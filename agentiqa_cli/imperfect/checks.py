@@ -1,0 +1,400 @@
+"""The rules checks: honest signal methods over an H×W×3 float32 array in [0, 1].
+
+Each check measures one signal and reports an ``Imperfection`` with the operations that
+would undo it, or nothing. Where no signal method exists (rotation, flip and watermark
+text need to recognise content), the rules answer "pass" and a VLM's ``fix`` role is
+needed; ``NEEDS_VLM`` lists them.
+
+- borders: rows/columns of one constant colour at opposite edges (letterbox, pillarbox),
+  or a near-black/white band at any edge → crop to the content;
+- expand: a 2×2 collage's seams: an abrupt step along the whole of x = W/2 *and*
+  y = H/2 → crop a quadrant (which one is the query's business: the rules keep the top-left);
+- overlay: a pasted rectangle's step edges along the inner sides of the anchor boxes
+  (f·W × f·H at a corner or the centre, f ∈ {1/8, 1/4, 1/2}) → fill it white;
+- recapture: screen moiré, isolated peaks in the luma spectrum away from the axes, whose
+  energy map gives the screen's box → crop to it;
+- brightness: the 99th luma percentile far below white (dark), or a large clipped share
+  with a bright median (bright) → lum;
+- blur: the steepness of the strongest edges for their contrast → deblur;
+- noise: the built-in noise detector (``tools/detectors.py``) beyond clean photos → denoise;
+- CleanVision's per-image properties (no fix): low information (luma entropy), odd
+  aspect ratio, odd (tiny) size, grayscale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from agentiqa_cli.imperfect.corrupt import ANCHORS, OVERLAY_SCALES, anchor_box
+from agentiqa_cli.imperfect.records import (
+    FIXABLE,
+    Box,
+    Crop,
+    Deblur,
+    Denoise,
+    Fill,
+    Imperfection,
+    Lum,
+)
+
+Array = NDArray[np.float32]
+NEEDS_VLM: tuple[str, ...] = ("rotation", "flip", "watermark")
+FIXABLE_TYPES = FIXABLE
+
+# thresholds (measured on the bundled photos and Debian's wallpapers; README "Imperfections")
+BORDER_STD, BORDER_TOL, BORDER_MIN = 0.012, 0.02, 0.015  # flat row std, colour drift, share
+SEAM_RATIO, SEAM_SHARE = 4.0, 0.35  # step / nearby steps; share of the seam that steps
+SEAM_UNIQUE = 0.6  # no other full line of a collage steps on this share (a grid does)
+OVERLAY_SHARE = 0.5  # mean share of the inner sides of an anchor box with a step
+OVERLAY_MIN_SIDE = 0.2  # and on every inner side at least this share
+OVERLAY_BEYOND = 0.35  # at most this share on the same lines beyond the box
+DARK_TOP, BRIGHT_CLIP, BRIGHT_MEDIAN = 0.55, 0.3, 0.65
+COMB_MIN = 0.2  # empty levels inside the histogram (a gain of 1.25 or more)
+BRIGHT_FACTOR = 0.6  # seed 003's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
+EDGE_MIN = 0.32  # edge steepness below clean photos' (0.39+ measured)
+NOISE_MAX = 0.03  # the noise detector's sigma beyond clean photos'
+MOIRE_PEAK = 400.0  # spectral peak / median magnitude in its band
+LOW_ENTROPY_BITS, ODD_ASPECT, TINY_SIDE = 2.0, 0.4, 64
+
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
+def luma(x: Array) -> Array:
+    return np.asarray(x @ _LUMA, dtype=np.float32)
+
+
+# -- borders -------------------------------------------------------------------------------
+def _flat_run(x: Array) -> int:
+    """How many leading rows of ``x`` (rows × cols × 3) are one constant colour, the first
+    row's."""
+    first = x[0].mean(axis=0)
+    n = 0
+    for row in x:
+        if (
+            row.std(axis=0).max() > BORDER_STD
+            or np.abs(row.mean(axis=0) - first).max() > BORDER_TOL
+        ):
+            break
+        n += 1
+    return n
+
+
+def borders(x: Array) -> Imperfection | None:
+    h, w = x.shape[:2]
+    runs = {
+        "top": _flat_run(x),
+        "bottom": _flat_run(x[::-1]),
+        "left": _flat_run(x.transpose(1, 0, 2)),
+        "right": _flat_run(x.transpose(1, 0, 2)[::-1]),
+    }
+    side = {"top": h, "bottom": h, "left": w, "right": w}
+    band = {
+        k: v if v >= max(2, BORDER_MIN * side[k]) and v < side[k] // 2 else 0
+        for k, v in runs.items()
+    }
+    colour = {
+        "top": x[0].mean(axis=0), "bottom": x[-1].mean(axis=0),
+        "left": x[:, 0].mean(axis=0), "right": x[:, -1].mean(axis=0),
+    }  # fmt: skip
+
+    def extreme(k: str) -> bool:
+        return bool(colour[k].max() < 0.06 or colour[k].min() > 0.94)
+
+    keep = dict.fromkeys(band, 0)
+    for a, b in (("top", "bottom"), ("left", "right")):
+        symmetric = abs(band[a] - band[b]) <= 2 + 0.01 * side[a]
+        if band[a] and band[b] and symmetric and np.abs(colour[a] - colour[b]).max() <= BORDER_TOL:
+            keep[a], keep[b] = band[a], band[b]  # letterbox / pillarbox
+    for k in band:
+        if band[k] and extreme(k):
+            keep[k] = band[k]
+    if not any(keep.values()):
+        return None
+    left, top, right, bottom = keep["left"], keep["top"], w - keep["right"], h - keep["bottom"]
+    box = Box.of_pixels(left, top, right, bottom, w, h)
+    sides = ", ".join(f"{k} {v}px" for k, v in keep.items() if v)
+    return Imperfection(type="borders", box=box, reason=f"constant-colour bands: {sides}",
+                        operations=[Crop(bbox=box)])  # fmt: skip
+
+
+# -- seams and step edges ------------------------------------------------------------------
+def _step_share(a: Array, b: Array, near: list[tuple[Array, Array]]) -> float:
+    """The share of positions along a line where the step between ``a`` and ``b`` (two
+    neighbouring pixel lines) is far above the steps between lines nearby."""
+    step = np.abs(a - b).max(axis=-1)
+    base = np.median(np.stack([np.abs(p - q).max(axis=-1) for p, q in near]), axis=0)
+    return float(np.mean(step > SEAM_RATIO * base + 0.03))
+
+
+def _col_share(x: Array, c: int, rows: slice) -> float:
+    """Step share along the vertical line between columns c-1 and c (best of c±1)."""
+    w = x.shape[1]
+    best = 0.0
+    for cc in (c - 1, c, c + 1):
+        if not 4 <= cc <= w - 4:
+            continue
+        near = [(x[rows, cc + k], x[rows, cc + k - 1]) for k in (-3, -2, 2, 3)]
+        best = max(best, _step_share(x[rows, cc], x[rows, cc - 1], near))
+    return best
+
+
+def _row_share(x: Array, r: int, cols: slice) -> float:
+    return _col_share(x.transpose(1, 0, 2), r, cols)
+
+
+def column_shares(x: Array) -> NDArray[np.float64]:
+    """Per column c (3 ≤ c < W-3), the step share of the line between c-1 and c over the
+    full height (``_step_share`` for every column at once)."""
+    step = np.abs(np.diff(x, axis=1)).max(axis=-1)  # step[:, c-1]: between c-1 and c
+    n = step.shape[1]
+    out = np.zeros(x.shape[1], dtype=np.float64)
+    if n < 8:
+        return out
+    idx = np.arange(3, n - 3)
+    base = np.median(np.stack([step[:, idx + k] for k in (-3, -2, 2, 3)]), axis=0)
+    out[idx + 1] = np.mean(step[:, idx] > SEAM_RATIO * base + 0.03, axis=0)
+    return out
+
+
+def _unique_seam(shares: NDArray[np.float64], at: int) -> bool:
+    """No other line of the image steps like the seam (a grid pattern is not a collage)."""
+    others = np.delete(shares, np.arange(max(0, at - 2), min(shares.size, at + 3)))
+    return bool(others.size == 0 or others.max() < SEAM_UNIQUE)
+
+
+def expand(x: Array) -> Imperfection | None:
+    h, w = x.shape[:2]
+    if h < 32 or w < 32:
+        return None
+    if not _unique_seam(column_shares(x), w // 2) or not _unique_seam(
+        column_shares(x.transpose(1, 0, 2)), h // 2
+    ):
+        return None
+    halves = [
+        _col_share(x, w // 2, slice(0, h // 2)), _col_share(x, w // 2, slice(h // 2, h)),
+        _row_share(x, h // 2, slice(0, w // 2)), _row_share(x, h // 2, slice(w // 2, w)),
+    ]  # fmt: skip
+    if min(halves) < SEAM_SHARE:
+        return None
+    box = Box(x1=0.0, y1=0.0, x2=0.5, y2=0.5)
+    return Imperfection(
+        type="expand", confidence=min(1.0, min(halves)), box=box,
+        reason=f"2×2 collage: seams at W/2 and H/2 step on {min(halves):.0%}+ of their length",
+        operations=[Crop(bbox=box)],
+    )  # fmt: skip
+
+
+def overlay(x: Array) -> Imperfection | None:
+    h, w = x.shape[:2]
+    best: tuple[float, tuple[int, int, int, int]] | None = None
+    for loc in ANCHORS:
+        for f in OVERLAY_SCALES:
+            left, top, right, bottom = anchor_box(loc, f, w, h)
+            if min(right - left, bottom - top) < 8:
+                continue
+            rows, cols = slice(top, bottom), slice(left, right)
+            # each inner side steps along the box, and its line does not go on stepping
+            # beyond the box's corners (a grid, a window frame, a horizon would)
+            rest_rows = [r for r in (slice(0, top), slice(bottom, h)) if r.stop - r.start >= 8]
+            rest_cols = [c for c in (slice(0, left), slice(right, w)) if c.stop - c.start >= 8]
+            shares, beyond = [], [0.0]
+            for c in (left, right):
+                if 0 < c < w:
+                    shares.append(_col_share(x, c, rows))
+                    beyond += [_col_share(x, c, r) for r in rest_rows]
+            for r in (top, bottom):
+                if 0 < r < h:
+                    shares.append(_row_share(x, r, cols))
+                    beyond += [_row_share(x, r, c) for c in rest_cols]
+            score = float(np.mean(shares))
+            if min(shares) < OVERLAY_MIN_SIDE or max(beyond) > OVERLAY_BEYOND:
+                continue
+            if score >= OVERLAY_SHARE and (best is None or score > best[0]):
+                best = (score, (left, top, right, bottom))
+    if best is None:
+        return None
+    box = Box.of_pixels(*best[1], w, h)
+    return Imperfection(
+        type="overlay", confidence=min(1.0, best[0]), box=box,
+        reason=f"pasted rectangle: step edges on {best[0]:.0%} of its inner sides",
+        operations=[Fill(bbox=box)],
+    )  # fmt: skip
+
+
+# -- screen moiré --------------------------------------------------------------------------
+def recapture(x: Array) -> Imperfection | None:
+    g = luma(x)
+    h, w = g.shape
+    if min(h, w) < 64:
+        return None
+    g = g - g.mean()
+    win = np.outer(np.hanning(h), np.hanning(w)).astype(np.float32)
+    mag = np.abs(np.fft.fftshift(np.fft.fft2(g * win)))
+    fy = (np.arange(h) - h // 2)[:, None] / h
+    fx = (np.arange(w) - w // 2)[None, :] / w
+    r = np.hypot(fx, fy)
+    band = (r > 0.2) & (np.abs(fx) > 0.02) & (np.abs(fy) > 0.02)  # fine, off-axis
+    if not band.any():
+        return None
+    vals = mag[band]
+    ratio = float(vals.max() / (np.median(vals) + 1e-9))
+    if ratio < MOIRE_PEAK:
+        return None
+    iy, ix = np.unravel_index(np.argmax(np.where(band, mag, 0)), mag.shape)
+    # where the peak frequency lives: demodulate and smooth its local amplitude
+    from scipy import ndimage
+
+    yy, xx = np.mgrid[0:h, 0:w]
+    carrier = np.exp(-2j * np.pi * (fx[0, ix] * xx + fy[iy, 0] * yy))
+    amp = np.abs(
+        ndimage.uniform_filter((g * carrier).real, 9)
+        + 1j * ndimage.uniform_filter((g * carrier).imag, 9)
+    )
+    mask = amp > 0.5 * np.percentile(amp, 99)
+    ys, xs = np.nonzero(mask)
+    if ys.size < 0.01 * h * w:
+        return None
+    top, bottom = np.percentile(ys, [1, 99])
+    left, right = np.percentile(xs, [1, 99])
+    box = Box.of_pixels(int(left), int(top), int(right) + 1, int(bottom) + 1, w, h)
+    return Imperfection(
+        type="recapture", confidence=min(1.0, ratio / (4 * MOIRE_PEAK)), box=box,
+        reason=f"screen moiré: spectral peak {ratio:.0f}× the band's median",
+        operations=[Crop(bbox=box)],
+    )  # fmt: skip
+
+
+# -- exposure, blur, noise -----------------------------------------------------------------
+def brightness(x: Array) -> Imperfection | None:
+    g = luma(x)
+    top = float(np.percentile(x.max(axis=-1), 99.9))  # a clean photo's highlights reach white
+    if top < DARK_TOP:
+        factor = float(np.clip(0.95 / max(top, 1e-3), 1.0, 4.0))
+        return Imperfection(type="brightness", reason=f"dark: brightest 0.1% at {top:.2f}",
+                            operations=[Lum(factor=factor)])  # fmt: skip
+    comb = histogram_comb(x)
+    if comb >= COMB_MIN:  # a digital gain on 8-bit values leaves every k-th level empty
+        factor = float(np.clip(1.0 - comb, 0.25, 1.0))
+        return Imperfection(
+            type="brightness",
+            reason=f"bright: a gain left {comb:.0%} of the levels below white empty",
+            operations=[Lum(factor=factor)],
+        )
+    clipped = float(np.mean(x.max(axis=-1) >= 0.995))
+    median = float(np.median(g))
+    if clipped > BRIGHT_CLIP and median > BRIGHT_MEDIAN:
+        return Imperfection(
+            type="brightness",
+            reason=f"bright: {clipped:.0%} clipped, median luma {median:.2f}",
+            operations=[Lum(factor=BRIGHT_FACTOR)],
+        )
+    return None
+
+
+def histogram_comb(x: Array) -> float:
+    """The share of empty 8-bit levels between populated ones, below the clipped top (mean
+    of the channels): 0 for a camera's histogram, 1 - 1/β after a gain β > 1 on 8-bit
+    values (every third level empty at 1.5), so it also estimates the gain."""
+    q = np.clip(np.rint(x * 255.0), 0, 255).astype(np.int64)
+    combs = []
+    for c in range(q.shape[-1]):
+        hist = np.bincount(q[..., c].ravel(), minlength=256)[:250].astype(np.float64)
+        # only levels whose neighbours are well populated say anything (a small or
+        # narrow-toned image has empty levels by chance)
+        expected = (hist[:-2] + hist[2:]) / 2
+        dense = expected >= 8
+        if dense.sum() < 16:
+            combs.append(0.0)
+            continue
+        combs.append(float(np.mean(hist[1:-1][dense] == 0)))
+    return float(np.median(combs))
+
+
+def _loaded(x: Array) -> object:
+    from agentiqa_cli.imaging.load import LoadedImage
+
+    return LoadedImage(path=Path("<array>"), pixels=x, sha256="")
+
+
+def edge_steepness(x: Array) -> float | None:
+    """How steep the strongest edges are for their contrast: the median, over the 1% of
+    high-contrast pixels (a 9×9 range ≥ 0.08) with the largest one-pixel step, of step /
+    range. About 0.4-0.7 for sharp photos; a Gaussian blur of sigma s spreads an edge so
+    the ratio falls near 0.4/s (0.23 at OpenCV's k = 9). None without enough edges."""
+    from scipy import ndimage
+
+    g = luma(x)
+    step = np.zeros_like(g)
+    step[:, 1:] = np.abs(np.diff(g, axis=1))
+    step[1:] = np.maximum(step[1:], np.abs(np.diff(g, axis=0)))
+    spread = ndimage.maximum_filter(g, 9) - ndimage.minimum_filter(g, 9)
+    edges = spread >= 0.08
+    if edges.sum() < 50:
+        return None
+    v, r = step[edges], spread[edges]
+    top = v >= np.percentile(v, 99)
+    return float(np.median(v[top] / r[top]))
+
+
+def blur(x: Array) -> Imperfection | None:
+    s = edge_steepness(x)
+    if s is None or s >= EDGE_MIN:
+        return None
+    return Imperfection(type="blur", reason=f"edge steepness {s:.2f} (< {EDGE_MIN})",
+                        operations=[Deblur()])  # fmt: skip
+
+
+def noise(x: Array) -> Imperfection | None:
+    from agentiqa_cli.tools.detectors import noise as noise_sigma
+
+    s = noise_sigma(_loaded(x))  # type: ignore[arg-type]
+    if s <= NOISE_MAX:
+        return None
+    return Imperfection(type="noise", reason=f"noise sigma {s:.3f} (> {NOISE_MAX})",
+                        operations=[Denoise()])  # fmt: skip
+
+
+# -- CleanVision's per-image properties ----------------------------------------------------
+def properties(x: Array) -> list[Imperfection]:
+    h, w = x.shape[:2]
+    out = []
+    hist = np.bincount((luma(x) * 255 + 0.5).astype(np.int64).ravel(), minlength=256)
+    p = hist[hist > 0] / hist.sum()
+    bits = float(-(p * np.log2(p)).sum())
+    if bits < LOW_ENTROPY_BITS:
+        out.append(Imperfection(type="low_information", reason=f"luma entropy {bits:.2f} bits"))
+    if min(w, h) / max(w, h) < ODD_ASPECT:
+        out.append(Imperfection(type="odd_aspect_ratio", reason=f"{w}×{h}"))
+    if min(w, h) < TINY_SIDE:
+        out.append(Imperfection(type="odd_size", reason=f"{w}×{h} (< {TINY_SIDE} px a side)"))
+    spread = float(np.abs(x - x.mean(axis=-1, keepdims=True)).max())
+    if spread < 2 / 255:
+        out.append(Imperfection(type="grayscale", reason="R = G = B everywhere"))
+    return out
+
+
+# layout first: a collage's tiles or a screen's room would confuse the pixel checks
+LAYOUT: tuple[Callable[[Array], Imperfection | None], ...] = (borders, expand, recapture, overlay)
+PIXELS: tuple[Callable[[Array], Imperfection | None], ...] = (brightness, blur, noise)
+
+
+def check(x: Array) -> list[Imperfection]:
+    """Every rules check on one image: at most one layout finding (the first that fires),
+    the pixel-level ones, then CleanVision's properties."""
+    found: list[Imperfection] = []
+    for fn in LAYOUT:
+        hit = fn(x)
+        if hit is not None:
+            found.append(hit)
+            break
+    props = properties(x)
+    if not any(p.type == "low_information" for p in props):  # nothing to judge on a flat image
+        for fn in PIXELS:
+            hit = fn(x)
+            if hit is not None:
+                found.append(hit)
+    return found + props

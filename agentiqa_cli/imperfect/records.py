@@ -1,0 +1,196 @@
+"""Typed records of imperfection checks and fixes: boxes, operations, findings, replies.
+
+Everything a model may generate is bounded here, once: at most four operations, degrees and
+directions as enums, boxes normalized to [0, 1] with positive extent, short strings. The
+``fix`` and ``locate`` roles' JSON schemas are derived from these models
+(``agent/replies.py``), so a reply outside them is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentiqa_cli.records import Decode
+
+MAX_OPERATIONS = 4
+
+# The ten corruption types of seed 003 (Table 1) that have a fix, then the per-image
+# properties CleanVision reports (informational: no operation restores them).
+FIXABLE = (
+    "rotation",
+    "flip",
+    "brightness",
+    "blur",
+    "noise",
+    "expand",
+    "overlay",
+    "watermark",
+    "recapture",
+    "borders",
+)
+PROPERTIES = ("low_information", "odd_aspect_ratio", "odd_size", "grayscale")
+ImperfectionType = Literal[
+    "rotation",
+    "flip",
+    "brightness",
+    "blur",
+    "noise",
+    "expand",
+    "overlay",
+    "watermark",
+    "recapture",
+    "borders",
+    "low_information",
+    "odd_aspect_ratio",
+    "odd_size",
+    "grayscale",
+]
+ToolName = Literal["rotate", "flip", "lum", "deblur", "denoise", "crop", "fill"]
+GEOMETRY_TOOLS: frozenset[str] = frozenset({"rotate", "flip", "crop", "fill"})
+QUALITY_TOOLS: frozenset[str] = frozenset({"lum", "deblur", "denoise"})
+
+Unit = Annotated[float, Field(ge=0.0, le=1.0), Decode(grid=0.01)]  # generated on a 1% grid
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Box(_Model):
+    """A region as fractions of the image's width and height: (x1, y1) top-left,
+    (x2, y2) bottom-right; at least 1% of each side."""
+
+    x1: Unit
+    y1: Unit
+    x2: Unit
+    y2: Unit
+
+    @model_validator(mode="after")
+    def _extent(self) -> Box:
+        if self.x2 - self.x1 < 0.01 or self.y2 - self.y1 < 0.01:
+            raise ValueError("a box needs x2 > x1 and y2 > y1 (at least 0.01 apart)")
+        return self
+
+    def pixels(self, width: int, height: int) -> tuple[int, int, int, int]:
+        """(left, top, right, bottom) in pixels, right/bottom exclusive, never empty."""
+        left, top = round(self.x1 * width), round(self.y1 * height)
+        right = max(left + 1, round(self.x2 * width))
+        bottom = max(top + 1, round(self.y2 * height))
+        return left, top, min(right, width), min(bottom, height)
+
+    @classmethod
+    def of_pixels(cls, left: int, top: int, right: int, bottom: int, w: int, h: int) -> Box:
+        return cls(x1=left / w, y1=top / h, x2=right / w, y2=bottom / h)
+
+    def iou(self, other: Box) -> float:
+        ix = max(0.0, min(self.x2, other.x2) - max(self.x1, other.x1))
+        iy = max(0.0, min(self.y2, other.y2) - max(self.y1, other.y1))
+        inter = ix * iy
+        union = self.area + other.area - inter
+        return inter / union if union > 0 else 0.0
+
+    @property
+    def area(self) -> float:
+        return (self.x2 - self.x1) * (self.y2 - self.y1)
+
+    def cell(self) -> str:
+        return f"{self.x1:.3f},{self.y1:.3f},{self.x2:.3f},{self.y2:.3f}"
+
+
+# -- operations (seed 003 Table 2; locate is a role of its own) ---------------------------
+class Rotate(_Model):
+    tool: Literal["rotate"] = "rotate"
+    degrees: Literal[90, 180, 270]  # clockwise
+
+
+class Flip(_Model):
+    tool: Literal["flip"] = "flip"
+    direction: Literal["horizontal", "vertical", "both"]
+
+
+class Lum(_Model):
+    tool: Literal["lum"] = "lum"
+    factor: Annotated[float, Field(ge=0.25, le=4.0), Decode(grid=0.05)]  # I' = clip(factor · I)
+
+
+class Deblur(_Model):
+    tool: Literal["deblur"] = "deblur"
+
+
+class Denoise(_Model):
+    tool: Literal["denoise"] = "denoise"
+
+
+Target = Annotated[str, Field(max_length=60)]
+
+
+class Crop(_Model):
+    """Keep only ``bbox``; without a box the ``locate`` role is asked for ``target``."""
+
+    tool: Literal["crop"] = "crop"
+    bbox: Box | None = None
+    target: Target = ""
+
+
+class Fill(_Model):
+    """Paint ``bbox`` white (seed 003: masks a distractor without moving anything)."""
+
+    tool: Literal["fill"] = "fill"
+    bbox: Box | None = None
+    target: Target = ""
+
+
+Operation = Annotated[
+    Rotate | Flip | Lum | Deblur | Denoise | Crop | Fill, Field(discriminator="tool")
+]
+
+
+def describe(op: Operation) -> str:
+    """One operation as a CSV/trace token: ``rotate:90``, ``crop:0.000,0.000,0.500,0.500``."""
+    match op:
+        case Rotate():
+            return f"rotate:{op.degrees}"
+        case Flip():
+            return f"flip:{op.direction}"
+        case Lum():
+            return f"lum:{op.factor:.3g}"
+        case Crop() | Fill():
+            return f"{op.tool}:{op.bbox.cell() if op.bbox else op.target}"
+    return op.tool
+
+
+class Imperfection(_Model):
+    """One finding: its type, how sure the check is (0-1), the region when it has one,
+    the measured signal in words, and the operations that would undo it."""
+
+    type: ImperfectionType
+    confidence: Unit = 1.0
+    box: Box | None = None
+    reason: Annotated[str, Field(max_length=200)] = ""
+    operations: list[Operation] = Field(default_factory=list, max_length=MAX_OPERATIONS)
+
+
+def imperfections_cell(found: list[Imperfection]) -> str:
+    return ";".join(f.type for f in found)
+
+
+def operations_cell(ops: list[Operation]) -> str:
+    return ";".join(describe(op) for op in ops)
+
+
+# -- the roles' replies --------------------------------------------------------------------
+class FixReply(_Model):
+    """The ``fix`` role: the imperfections seen and at most four operations, in order;
+    an empty list is "pass"."""
+
+    imperfections: list[ImperfectionType] = Field(default_factory=list, max_length=6)
+    operations: list[Operation] = Field(default_factory=list, max_length=MAX_OPERATIONS)
+
+
+class LocateReply(_Model):
+    """The ``locate`` role: the box of the named thing, or ``found: false``."""
+
+    found: bool
+    box: Box | None = None

@@ -1,0 +1,83 @@
+"""Imperfection checks and fixes (seed 003): pure functions over arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from agentiqa_cli.bench.synth import bundled_photos
+from agentiqa_cli.imperfect import checks
+from agentiqa_cli.imperfect.corrupt import anchor_box, corrupt
+from agentiqa_cli.imperfect.fixes import apply
+from agentiqa_cli.imperfect.records import Box, Fill, FixReply, Rotate
+
+
+@pytest.fixture(scope="module")
+def photos() -> list[np.ndarray]:
+    from PIL import Image
+
+    out = []
+    for x in bundled_photos(("astronaut", "chelsea", "coffee", "motorcycle")):
+        im = Image.fromarray((x * 255).astype(np.uint8))
+        im.thumbnail((256, 256))
+        out.append(np.asarray(im, dtype=np.float32) / 255)
+    return out
+
+
+def types(x: np.ndarray) -> set[str]:
+    return {f.type for f in checks.check(x)}
+
+
+def test_clean_photos_have_no_fixable_findings(photos: list[np.ndarray]) -> None:
+    for x in photos:
+        assert not types(x) & set(checks.FIXABLE_TYPES), types(x)
+
+
+@pytest.mark.parametrize("kind", ["expand", "overlay", "brightness", "noise", "blur"])
+def test_checks_find_what_was_done_and_the_oracle_box(kind: str, photos: list[np.ndarray]) -> None:
+    x, oracle, _ = corrupt(kind, photos[0], photos[1:], np.random.default_rng(3))
+    found = [f for f in checks.check(x) if f.type == kind]
+    assert found, checks.check(x)
+    ops = found[0].operations
+    assert [o.tool for o in ops] == [o.tool for o in oracle]
+    if kind == "overlay":
+        assert isinstance(ops[0], Fill) and ops[0].bbox is not None
+        assert ops[0].bbox.iou(oracle[0].bbox) > 0.9  # type: ignore[union-attr]
+
+
+def test_letterbox_is_cropped_back(photos: list[np.ndarray]) -> None:
+    x = photos[1]
+    h, w = x.shape[:2]
+    boxed = np.zeros((h + 40, w, 3), np.float32)
+    boxed[20 : 20 + h] = x
+    (found,) = [f for f in checks.check(boxed) if f.type == "borders"]
+    assert np.allclose(apply(boxed, found.operations), x)
+
+
+def test_fixes_undo_geometry_exactly(photos: list[np.ndarray]) -> None:
+    x = photos[0]
+    for kind in ("rotation", "flip", "expand"):
+        bad, oracle, _ = corrupt(kind, x, photos[1:], np.random.default_rng(1))
+        assert np.array_equal(apply(bad, oracle), x), kind
+
+
+def test_bounded_operations_refuse_bad_values() -> None:
+    with pytest.raises(ValidationError):
+        Box(x1=0.5, y1=0.1, x2=1.2, y2=0.9)  # out of range
+    with pytest.raises(ValidationError):
+        Box(x1=0.5, y1=0.1, x2=0.4, y2=0.9)  # empty
+    with pytest.raises(ValidationError):
+        FixReply.model_validate({"operations": [{"tool": "rotate", "degrees": 45}]})
+    with pytest.raises(ValidationError):
+        FixReply.model_validate({"operations": [{"tool": "sharpen"}]})
+    with pytest.raises(ValidationError):
+        FixReply.model_validate({"operations": [{"tool": "deblur"}] * 5})
+    ok = FixReply.model_validate({"operations": [{"tool": "rotate", "degrees": 90}]})
+    assert ok.operations == [Rotate(degrees=90)]
+
+
+def test_anchor_boxes_tile_the_corners() -> None:
+    assert anchor_box("TL", 0.5, 100, 60) == (0, 0, 50, 30)
+    assert anchor_box("BR", 0.25, 100, 60) == (75, 45, 100, 60)
+    assert anchor_box("C", 0.5, 100, 60) == (25, 15, 75, 45)

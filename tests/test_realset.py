@@ -1,0 +1,104 @@
+"""The realset spec and builder (no network: package downloads are faked)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from agentiqa_cli.bench.realset import STYLES, RealsetSpec, Runner, build, load_spec
+from agentiqa_cli.bench.synth import read_manifest
+from agentiqa_cli.errors import ConfigError
+
+SPEC = Path(__file__).resolve().parent.parent / "scripts" / "realset.yaml"
+
+
+def test_shipped_spec_covers_the_styles_and_sources() -> None:
+    spec = load_spec(SPEC)
+    styles = {s for i in spec.images for s in i.styles}
+    assert set(STYLES) - {"plain"} <= styles
+    assert {i.package for i in spec.images if i.package} == {
+        "plasma-workspace-wallpapers",
+        "gnome-backgrounds",
+        "sway-backgrounds",
+    }
+    assert len(spec.distorted()) >= 10  # unfitted real photographs
+    assert all(i.license and i.author for i in spec.images)
+
+
+def _fake_runner(calls: list[list[str]]) -> Runner:
+    def run(cmd: Sequence[str], cwd: Path) -> None:
+        calls.append(list(cmd))
+        if cmd[0] == "apt-get":
+            (cwd / f"{cmd[2]}_1.0-1_all.deb").write_bytes(b"deb")
+        else:  # dpkg-deb -x DEB ROOT
+            root = Path(cmd[3])
+            img = root / "usr/share/w/a.png"
+            img.parent.mkdir(parents=True)
+            rng = np.random.default_rng(0)
+            Image.fromarray(rng.integers(0, 255, (300, 200, 3), dtype=np.uint8)).save(img)
+            (root / "copyright").write_text("GPL", encoding="utf-8")
+
+    return run
+
+
+def _spec() -> RealsetSpec:
+    return RealsetSpec.model_validate(
+        {
+            "size": 128,
+            "synth_size": 64,
+            "levels": [1, 5],
+            "kinds": ["blur", "noise"],
+            "packages": {"pkg-a": {"copyright": "copyright"}},
+            "images": [
+                {"name": "a", "package": "pkg-a", "path": "usr/share/w/a.png", "kind": "photo",
+                 "styles": ["vivid"], "author": "x", "license": "CC0-1.0"},
+                {"name": "coins", "skimage": "coins", "kind": "photo", "fitted": True,
+                 "styles": ["bw"], "author": "y", "license": "CC0-1.0"},
+            ],
+        }
+    )  # fmt: skip
+
+
+def test_build_writes_clean_manifest_and_series_once(tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+    recs = build(_spec(), tmp_path, _fake_runner(calls))
+    assert [r.name for r in recs] == ["a", "coins"]
+    assert recs[0].source == "debian:pkg-a=1.0-1:usr/share/w/a.png"
+    assert recs[0].original_size == (200, 300)
+    with Image.open(tmp_path / recs[0].file) as im:
+        assert max(im.size) == 128
+    man = json.loads((tmp_path / "manifest.json").read_text(encoding="utf-8"))
+    assert man["images"][1]["license"] == "CC0-1.0"
+    items = read_manifest(tmp_path / "synth" / "manifest.csv")
+    # only the unfitted photo is distorted: clean + 2 kinds x 2 levels
+    assert sorted((it.kind, it.level) for it in items) == [
+        ("blur", 1), ("blur", 5), ("clean", 0), ("noise", 1), ("noise", 5)
+    ]  # fmt: skip
+    with Image.open(items[1].path) as im:
+        assert max(im.size) == 64
+    assert [c[0] for c in calls] == ["apt-get", "dpkg-deb"]
+    build(_spec(), tmp_path, _fake_runner(calls))  # cached: no new downloads
+    assert len(calls) == 2
+
+
+def test_unreachable_archive_is_a_clear_error(tmp_path: Path) -> None:
+    def run(cmd: Sequence[str], cwd: Path) -> None:
+        raise ConfigError("apt-get download pkg-a failed (100): Could not resolve host")
+
+    with pytest.raises(ConfigError, match="Could not resolve"):
+        build(_spec(), tmp_path, run)
+
+
+def test_spec_rejects_two_sources_and_unknown_styles() -> None:
+    base = _spec().model_dump()
+    bad = dict(base, images=[dict(base["images"][0], skimage="coins")])
+    with pytest.raises(ValueError, match="either"):
+        RealsetSpec.model_validate(bad)
+    bad = dict(base, images=[dict(base["images"][0], styles=["sepia"])])
+    with pytest.raises(ValueError):
+        RealsetSpec.model_validate(bad)

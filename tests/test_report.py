@@ -1,0 +1,154 @@
+"""`agentiqa report`: issues found on made-to-order images, hostile names escaped, CSV cells
+parsed tolerantly, `score --report` writes the page."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageFilter
+
+from agentiqa_cli.report import build_report, render_html
+from agentiqa_cli.report.rows import Mark, parse_marks, read_rows
+from tests.conftest import natural_like, scene
+from tests.test_cli_score import invoke
+
+HOSTILE = '"><svg onload=alert(1)><b>&amp;x {{ 7*7 }}.png'  # no '/' on POSIX
+
+
+def _photo(seed: int, w: int = 240, h: int = 180) -> Image.Image:
+    return scene(seed, w, h)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small collection with one image per issue, and a results CSV over it."""
+    d = tmp_path_factory.mktemp("collection")
+    for i in range(6):
+        _photo(10 + i).save(d / f"clean{i}.png")
+    Image.fromarray((natural_like(180, 240, seed=1) * 40).astype(np.uint8)).save(d / "dark.png")
+    light = 246 + natural_like(180, 240, seed=2) * 9
+    Image.fromarray(light.astype(np.uint8)).save(d / "light.png")
+    _photo(3).convert("L").save(d / "gray.png")
+    Image.new("RGB", (240, 180), (90, 120, 150)).save(d / "flat.png")
+    _photo(4, 480, 90).save(d / "wide.png")
+    _photo(5, 1600, 1200).save(d / "huge.png")
+    _photo(6).filter(ImageFilter.GaussianBlur(6)).save(d / "blurred.png")
+    (d / "copy-of-clean0.png").write_bytes((d / "clean0.png").read_bytes())
+    _photo(11).resize((120, 90), Image.Resampling.LANCZOS).save(d / "small-clean1.jpg", quality=80)
+    _photo(7).save(d / HOSTILE)
+    (d / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    rows = [
+        {"image": str(p), "status": "ok", "score": "4.2", "level": "good"}
+        for p in sorted(d.iterdir())
+        if p.suffix in (".png", ".jpg") and p.name != "broken.jpg"
+    ]
+    by_name = {Path(r["image"]).name: r for r in rows}
+    by_name["blurred.png"].update(
+        score="1.4", level="bad", distortions="blurs:severe;noise:slight@Sky"
+    )
+    by_name[HOSTILE].update(distortions="Noise:<i>slight</i>")
+    by_name["wide.png"].update(imperfections='[{"type": "rotation", "level": "90"}, "watermark"]')
+    rows.append({"image": str(d / "broken.jpg"), "status": "error", "error": "<b>corrupt</b>"})
+    rows.append({"image": "gone.png", "status": "ok", "score": "3", "level": "fair"})
+    with open(d / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, ["image", "status", "error", "score", "level", "distortions",
+                               "imperfections"])  # fmt: skip
+        w.writeheader()
+        w.writerows(rows)
+    return d
+
+
+def _flagged(report_json: dict[str, object], issue: str) -> set[str]:
+    for i in report_json["issues"]:  # type: ignore[attr-defined]
+        if i["name"] == issue:
+            return {Path(s["image"]).name for s in i["worst"]}
+    raise AssertionError(f"no issue {issue}")
+
+
+def test_report_finds_each_issue_and_escapes_names(folder: Path, tmp_path: Path) -> None:
+    html = tmp_path / "page.html"
+    code, out = invoke(
+        "report", folder / "results.csv", "--html", html, "--json", "-q", "--top", "20"
+    )
+    assert code == 3  # broken.jpg and gone.png cannot be read
+    rep = json.loads(out)
+    assert rep["images"] == 18 and rep["readable"] == 16
+    assert _flagged(rep, "dark") == {"dark.png"}
+    assert _flagged(rep, "light") == {"light.png"}
+    assert _flagged(rep, "grayscale") == {"gray.png"}
+    assert _flagged(rep, "low_information") == {"flat.png"}
+    assert _flagged(rep, "odd_aspect_ratio") == {"wide.png"}
+    assert _flagged(rep, "odd_size") == {"huge.png"}
+    assert "blurred.png" in _flagged(rep, "blurry") and "clean2.png" not in _flagged(rep, "blurry")
+    assert _flagged(rep, "exact_duplicates") == {"clean0.png", "copy-of-clean0.png"}
+    assert _flagged(rep, "near_duplicates") == {"clean1.png", "small-clean1.jpg"}
+    assert _flagged(rep, "failed") == {"broken.jpg"}
+    assert _flagged(rep, "low_score") == {"blurred.png"}
+    assert _flagged(rep, "distortion:blurs") == {"blurred.png"}
+    assert _flagged(rep, "distortion:noise") == {"blurred.png", HOSTILE}
+    assert _flagged(rep, "imperfection:rotation") == {"wide.png"}
+    assert _flagged(rep, "imperfection:watermark") == {"wide.png"}
+    assert "thumbnail" not in out  # thumbnails belong to the page
+    page = html.read_text()
+    assert (
+        "<svg" not in page and "<b>" not in page and "&amp;x" not in page.replace("&amp;amp;", "")
+    )
+    assert "&lt;svg onload=alert(1)&gt;&lt;b&gt;&amp;amp;x {{ 7*7 }}.png" in page
+    assert "&lt;b&gt;corrupt" in page and "&lt;i&gt;slight&lt;/i&gt;" in page
+    assert page.count("data:image/jpeg;base64,") >= 16
+
+
+def test_report_table_on_stdout(folder: Path, tmp_path: Path) -> None:
+    code, out = invoke("report", folder / "results.csv", "--html", tmp_path / "r.html", "-q")
+    assert code == 3
+    for name in ("dark", "near_duplicates", "exact_duplicates", "distortion:noise", "failed"):
+        assert name in out
+    assert (tmp_path / "r.html").stat().st_size > 10_000
+
+
+def test_report_on_a_missing_or_wrong_csv_is_a_usage_error(tmp_path: Path) -> None:
+    assert invoke("report", tmp_path / "nope.csv")[0] == 2
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+    assert invoke("report", tmp_path / "x.csv")[0] == 2
+
+
+@pytest.mark.parametrize(
+    ("cell", "marks"),
+    [
+        ("", []),
+        ("none", []),
+        ("blurs:moderate;noise:slight@Face", [Mark("blurs", "moderate"), Mark("noise", "slight")]),
+        ("rotation; watermark", [Mark("rotation"), Mark("watermark")]),
+        ("brightness=0.5", [Mark("brightness", "0.5")]),
+        ('["Rotation", "Flip"]', [Mark("rotation"), Mark("flip")]),
+        ('[{"type": "overlay", "severity": "severe"}]', [Mark("overlay", "severe")]),
+        ('{"rotation": 90, "flip": null}', [Mark("rotation", "90"), Mark("flip")]),
+        ("[broken json", [Mark("broken_json")]),
+        ("Color distortions:slight", [Mark("color_distortions", "slight")]),
+    ],
+)
+def test_list_cells_parse_tolerantly(cell: str, marks: list[Mark]) -> None:
+    assert parse_marks(cell) == marks
+
+
+def test_newest_row_wins_and_paths_resolve_beside_the_csv(tmp_path: Path) -> None:
+    _photo(1).save(tmp_path / "a.png")
+    (tmp_path / "r.csv").write_text("image,status,score\na.png,error,\na.png,ok,4.5\n")
+    rows = read_rows(tmp_path / "r.csv")
+    assert len(rows) == 1 and rows[0].status == "ok" and rows[0].score == 4.5
+    rep = build_report(tmp_path / "r.csv")  # a.png is found next to the CSV, not in cwd
+    assert rep.readable == 1 and not rep.unreadable
+    assert "r.csv" in render_html(rep)
+
+
+def test_score_writes_the_report(folder: Path, tmp_path: Path) -> None:
+    out, html = tmp_path / "s.csv", tmp_path / "s.html"
+    imgs = [folder / "clean0.png", folder / "copy-of-clean0.png", folder / "dark.png"]
+    code, _ = invoke("score", *imgs, "--tools", "sharpness", "--out", out, "--report", html, "-q")
+    assert code == 0
+    page = html.read_text()
+    assert "exact_duplicates" in page and "copy-of-clean0.png" in page
