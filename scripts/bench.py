@@ -46,16 +46,19 @@ def timed(cmd: list[str], **kw: object) -> tuple[float, subprocess.CompletedProc
     return time.perf_counter() - t0, r
 
 
-def measure(cmd: list[str]) -> tuple[float, float, float, int]:
+def measure(cmd: list[str], stdout: Path | None = None) -> tuple[float, float, float, int]:
     """(wall s, CPU s, peak RSS MiB, exit code) of one child process, measured by a small
-    parent of its own (RUSAGE_CHILDREN covers exactly that child)."""
+    parent of its own (RUSAGE_CHILDREN covers exactly that child); its stdout goes to
+    ``stdout`` if given."""
     probe = (
         "import resource, subprocess, sys, time\n"
-        "t = time.perf_counter(); r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+        "out = open(sys.argv[1], 'wb')\n"
+        "t = time.perf_counter(); r = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.DEVNULL)\n"
         "w = time.perf_counter() - t; u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
         "print(w, u.ru_utime + u.ru_stime, u.ru_maxrss, r.returncode)"
     )
-    out = subprocess.run([sys.executable, "-c", probe, *cmd], capture_output=True, text=True)
+    sink = str(stdout) if stdout is not None else os.devnull
+    out = subprocess.run([sys.executable, "-c", probe, sink, *cmd], capture_output=True, text=True)
     wall, cpu, rss_kib, code = out.stdout.split()
     return float(wall), float(cpu), int(rss_kib) / 1024, int(code)
 
@@ -108,24 +111,28 @@ def bench_score(n: int) -> None:
     header(f"1. score, FR psnr+ssim+gmsd, {n} pairs of 512×384 (end to end, incl. start-up)")
     fr_csv = WORK / "fr.csv"
     fr_csv.unlink(missing_ok=True)
-    t_ours, r = timed([agentiqa, "score", str(dist), "--ref", str(ref), "--tools", "psnr,ssim,gmsd",
-                       "-o", str(fr_csv), "-q", "-j", "2"])  # fmt: skip
-    if r.returncode != 0:
-        print(r.stderr[-2000:])
-    t_pyiqa, r2 = timed(
-        [str(BIN / "pyiqa"), "psnr", "ssim", "gmsd", "-t", str(dist), "-r", str(ref), "-v"]
-    )
-    ok2 = r2.returncode == 0
-    print(
-        f"agentiqa score : {t_ours:7.2f} s  {n / t_ours:6.1f} images/s  (CSV + JSONL trace + 1-5 normalization)"
+    ours = [agentiqa, "score", str(dist), "--ref", str(ref), "--tools", "psnr,ssim,gmsd",
+            "-o", str(fr_csv), "-q", "-j", "2"]  # fmt: skip
+    t_ours, c_ours, m_ours, code = measure(ours)
+    printed = WORK / "pyiqa-fr.txt"
+    t_pyiqa, c_pyiqa, m_pyiqa, code2 = measure(
+        [str(BIN / "pyiqa"), "psnr", "ssim", "gmsd", "-t", str(dist), "-r", str(ref), "-v"],
+        printed,
     )
     print(
-        f"pyiqa CLI      : {t_pyiqa:7.2f} s  {n / t_pyiqa:6.1f} images/s  (prints raw scores)"
-        + ("" if ok2 else f"  FAILED: {r2.stderr[-300:]}")
+        f"agentiqa score : {t_ours:7.2f} s wall {c_ours:7.2f} s CPU {m_ours:5.0f} MiB  "
+        f"{n / t_ours:6.1f} images/s  (CSV + JSONL trace + 1-5 normalization)"
+        + ("" if code == 0 else f"  exit {code}")
     )
-    print(f"speed-up       : {t_pyiqa / t_ours:.2f}× (agentiqa over pyiqa's CLI; goal ≥ 5×)")
-    if ok2:
-        check_same_scores(fr_csv, r2.stdout)
+    print(
+        f"pyiqa CLI      : {t_pyiqa:7.2f} s wall {c_pyiqa:7.2f} s CPU {m_pyiqa:5.0f} MiB  "
+        f"{n / t_pyiqa:6.1f} images/s  (prints raw scores)"
+        + ("" if code2 == 0 else f"  FAILED (exit {code2})")
+    )
+    print(f"speed-up       : {t_pyiqa / t_ours:.2f}× wall, {c_pyiqa / c_ours:.2f}× CPU "
+          "(agentiqa over pyiqa's CLI; goal ≥ 5×)")  # fmt: skip
+    if code2 == 0:
+        check_same_scores(fr_csv, printed.read_text())
 
     from agentiqa_cli.resources import default_cards_dir
     from agentiqa_cli.tools.cards import load_cards
