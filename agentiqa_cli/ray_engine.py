@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,12 +40,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class WorkSpec:
-    """What a worker needs to rebuild the driver's process: its settings, the command and,
-    for ``score``, the tools chosen (the agent is rebuilt from the settings alone)."""
+    """What a worker needs to rebuild the driver's process: its settings and the command's
+    builder (``cli/run.py``: the scorer of the chosen tools, the agent)."""
 
     settings: Settings
-    command: str
-    tools: tuple[str, ...]
+    build: Callable[[Runtime], Awaitable[Any]]
     fingerprint: str
     done: DoneRows  # rows already in the CSV (--resume)
 
@@ -72,12 +71,7 @@ class RayWorker:
         self.loop = asyncio.new_event_loop()
         self.rt = Runtime(spec.settings.model_copy(update={"engine": "local"}))
         self.loop.run_until_complete(self.rt.__aenter__())
-        self.process = self.loop.run_until_complete(self._process())
-
-    async def _process(self) -> Any:
-        if self.spec.command == "score":
-            return self.rt.scorer(self.rt.cards.resolve(self.spec.tools))
-        return await self.rt.agent()
+        self.process = self.loop.run_until_complete(spec.build(self.rt))
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         jobs = [pickle.loads(b) for b in batch["job"]]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import platform
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -117,18 +117,18 @@ class Runtime:
         writer: ResultsWriter | None = None,
         on_result: Callable[[Result], None] | None = None,
         on_skip: Callable[[Job], None] | None = None,
+        remote: Callable[[Runtime], Awaitable[Process]] | None = None,
     ) -> BatchSummary:
         """Every command's images go through here: same decoding, limits, keys, error rows.
-        With ``engine: ray``, `score` and `assess` run on Ray Data workers (ray_engine.py)."""
-        if self.settings.engine == "ray" and command in ("score", "assess"):
+        With ``engine: ray``, a command that says how to rebuild its process elsewhere
+        (``remote``: `score`, `assess`) runs on Ray Data workers (ray_engine.py)."""
+        if self.settings.engine == "ray" and remote is not None:
             from agentiqa_cli.io.results import DoneRows
             from agentiqa_cli.ray_engine import WorkSpec, run_on_ray
 
-            tools = getattr(process, "cards", [])  # score's ToolScorer; the agent has none
             spec = WorkSpec(
                 settings=self.settings,
-                command=command,
-                tools=tuple(c.name for c in tools) if command == "score" else (),
+                build=remote,
                 fingerprint=self.fingerprint(command),
                 done=DoneRows(frozenset(writer.done), tuple(writer.columns))
                 if writer is not None

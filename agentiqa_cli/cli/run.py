@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Annotated, cast
@@ -62,7 +63,8 @@ def score(
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
             ui.warn(problem)
         label = f"score ({', '.join(names)})"
-        return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names)
+        return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names,
+                                remote=functools.partial(scorer_of, tuple(names)))  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))
     report_after_run(opts.out, report, opts.quiet)
@@ -86,8 +88,10 @@ async def run_images(
     tool_columns: list[str] | None = None,
     extra_columns: list[str] | None = None,
     extra: Callable[[Result], Mapping[str, str]] | None = None,
+    remote: Callable[[Runtime], Awaitable[Process]] | None = None,
 ) -> BatchSummary:
-    """The batch behind `score` and `assess`: outputs opened, progress shown, rows written."""
+    """The batch behind `score` and `assess`: outputs opened, progress shown, rows written.
+    ``remote`` rebuilds ``process`` in another process (``--engine ray``'s workers)."""
     reporter = ui.Reporter(len(jobs), label, opts.quiet)
     with (
         rt.outputs(
@@ -107,10 +111,24 @@ async def run_images(
             process,
             command=command,
             trace=tracer,
+            remote=remote,
             writer=writer,
             on_result=lambda r: reporter.advance(r.image, r.status, _detail(r)),
             on_skip=lambda j: reporter.advance(j.name, "skipped"),
         )
+
+
+# how a Ray worker rebuilds each command's process from its own Runtime (module level, so
+# they travel by reference)
+async def scorer_of(tools: tuple[str, ...], rt: Runtime) -> Process:
+    return rt.scorer(rt.cards.resolve(tools))
+
+
+async def fixing_agent_of(fix: str, rt: Runtime) -> Process:
+    from agentiqa_cli.imperfect.apply import FixingAgent, FixMode
+
+    agent = await rt.agent()
+    return FixingAgent(agent, agent.ask, rt.settings.query, cast(FixMode, fix))
 
 
 def _detail(r: Result) -> str:
@@ -287,7 +305,7 @@ def assess(
         command = "assess" if fix == "off" else f"assess --fix {fix}"  # resume keys differ
         return await run_images(
             rt, opts, command, jobs, fixing, "assess", extra_columns=ASSESS_FIX_COLUMNS,
-            extra=fix_cells,
+            extra=fix_cells, remote=functools.partial(fixing_agent_of, fix),
         )  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))
