@@ -17,7 +17,7 @@ help:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install $(TORCH_PINS)
-	$(PIP) install -e '.[dev]' $(TORCH_PINS)
+	$(PIP) install -e '.[dev,ray]' $(TORCH_PINS)
 	@# NIQE's parameters from the Apache-2.0 basicsr sdist on PyPI (pyiqa would fetch them from the Hub)
 	$(BIN)/python scripts/prefill_niqe.py
 	touch $(STAMP)
@@ -76,7 +76,7 @@ unit: setup
 	$(BIN)/python -m pytest -q -m "not vllm_server"
 
 test: setup lint typecheck vllm-env browser
-	AGENTIQA_REQUIRE_VLLM=1 AGENTIQA_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q --durations=10
+	AGENTIQA_REQUIRE_VLLM=1 AGENTIQA_REQUIRE_BROWSER=1 AGENTIQA_REQUIRE_RAY=1 $(BIN)/python -m pytest -q --durations=10
 
 bench: setup
 	$(BIN)/python scripts/bench.py

@@ -171,13 +171,17 @@ async def run_batch(
     concurrency: int = 4,
     on_result: Callable[[Result], None] | None = None,
     on_skip: Callable[[Job], None] | None = None,
+    done: Callable[[str, str], bool] | None = None,
 ) -> BatchSummary:
     """Process every job with at most ``concurrency`` in flight; rows are written as they finish.
 
     Only inputs whose row is already in the output (``--resume``: same path, same key)
     are skipped: two files with the same bytes each get their row, in one run or resumed.
+    ``done`` answers that instead of ``writer`` where there is none (a Ray worker).
     """
     summary = BatchSummary()
+    if done is None and writer is not None:
+        done = writer.is_done
     queue: asyncio.Queue[Job] = asyncio.Queue()
     for j in jobs:
         queue.put_nowait(j)
@@ -187,7 +191,7 @@ async def run_batch(
         t0 = time.perf_counter()
         hashes = await asyncio.to_thread(content_hashes, job, max_file_bytes(decoder.max_pixels))
         key = job_key(job, fingerprint, hashes)
-        if writer is not None and writer.is_done(job.name, key):
+        if done is not None and done(job.name, key):
             summary.skipped += 1
             if on_skip:
                 on_skip(job)

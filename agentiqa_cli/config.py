@@ -60,6 +60,12 @@ class Settings(BaseModel):
         None, description="experience pool (agentiqa experience build): tool choices it has learnt"
     )
     evolve: bool = Field(False, description="add each assessed image's records to the pool")
+    engine: Literal["local", "ray"] = Field(
+        "local", description="where images are processed: this process, or Ray Data workers"
+    )
+    ray_address: str | None = Field(
+        None, description="Ray cluster for --engine ray (default: a local instance)"
+    )
 
     @field_validator("learned_tools", mode="before")
     @classmethod

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import platform
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -117,8 +117,26 @@ class Runtime:
         writer: ResultsWriter | None = None,
         on_result: Callable[[Result], None] | None = None,
         on_skip: Callable[[Job], None] | None = None,
+        remote: Callable[[Runtime], Awaitable[Process]] | None = None,
     ) -> BatchSummary:
-        """Every command's images go through here: same decoding, limits, keys, error rows."""
+        """Every command's images go through here: same decoding, limits, keys, error rows.
+        With ``engine: ray``, a command that says how to rebuild its process elsewhere
+        (``remote``: `score`, `assess`) runs on Ray Data workers (ray_engine.py)."""
+        if self.settings.engine == "ray" and remote is not None:
+            from agentiqa_cli.io.results import DoneRows
+            from agentiqa_cli.ray_engine import WorkSpec, run_on_ray
+
+            spec = WorkSpec(
+                settings=self.settings,
+                build=remote,
+                fingerprint=self.fingerprint(command),
+                done=DoneRows(frozenset(writer.done), tuple(writer.columns))
+                if writer is not None
+                else DoneRows(frozenset(), ()),
+            )
+            return await run_on_ray(
+                self, jobs, spec, trace=trace, writer=writer, on_result=on_result, on_skip=on_skip
+            )
         return await run_batch(
             jobs,
             process,

@@ -75,6 +75,15 @@ EvolveOpt = Annotated[
         "measured on synthetic levels of it); every 25 new records per key refit it.",
     ),
 ]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="local (default: this process) | ray: images flow through Ray Data workers "
+        "(ray_address in the config names a cluster; default a local instance; "
+        "pip install 'agentiqa[ray]').",
+    ),
+]
 Device = Annotated[
     str | None, typer.Option("--device", help="auto | cpu | cuda[:N] for the tools.")
 ]

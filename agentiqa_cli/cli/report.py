@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,8 +14,9 @@ from agentiqa_cli.cli.options import EXIT_CODES_HELP
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import EXIT_INPUT, EXIT_OK
 from agentiqa_cli.io.guard import check_report_page
-from agentiqa_cli.report import Report, build_report, render_html
-from agentiqa_cli.report.rows import read_rows
+
+if TYPE_CHECKING:  # the report package (jinja2, its page) is imported when a report is made
+    from agentiqa_cli.report import Report
 
 ReportOpt = Annotated[
     Path | None,
@@ -32,6 +33,9 @@ def default_html(csv: Path) -> Path:
 
 def make_report(csv: Path, html: Path, top: int, quiet: bool) -> Report:
     """Measure, build and write the page; the CLI's one path for `report` and `--report`."""
+    from agentiqa_cli.report import build_report, render_html
+    from agentiqa_cli.report.rows import read_rows
+
     rows = read_rows(csv)
     reporter = ui.Reporter(len(rows), "report", quiet)
     with reporter.running():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Annotated, cast
@@ -15,6 +16,7 @@ from agentiqa_cli.cli.app import app
 from agentiqa_cli.cli.options import (
     EXIT_CODES_HELP,
     Common,
+    EngineOpt,
     EvolveOpt,
     ExperienceOpt,
     FusionOpt,
@@ -49,9 +51,10 @@ def score(
     ref: Ref = None,
     fusion: FusionOpt = None,
     report: ReportOpt = None,
+    engine: EngineOpt = None,
 ) -> None:
     """Tools only, no VLM: raw and normalized (1-5) score per tool, fused by the worst (or the mean)."""
-    settings = opts.settings(fusion=fusion, tools=tool_list(tools))
+    settings = opts.settings(fusion=fusion, tools=tool_list(tools), engine=engine)
 
     async def main(rt: Runtime) -> BatchSummary:
         jobs = rt.jobs(paths, ref, opts.outputs(report))  # outputs checked: exit 2 before work
@@ -60,7 +63,8 @@ def score(
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
             ui.warn(problem)
         label = f"score ({', '.join(names)})"
-        return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names)
+        return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names,
+                                remote=functools.partial(scorer_of, tuple(names)))  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))
     report_after_run(opts.out, report, opts.quiet)
@@ -84,8 +88,10 @@ async def run_images(
     tool_columns: list[str] | None = None,
     extra_columns: list[str] | None = None,
     extra: Callable[[Result], Mapping[str, str]] | None = None,
+    remote: Callable[[Runtime], Awaitable[Process]] | None = None,
 ) -> BatchSummary:
-    """The batch behind `score` and `assess`: outputs opened, progress shown, rows written."""
+    """The batch behind `score` and `assess`: outputs opened, progress shown, rows written.
+    ``remote`` rebuilds ``process`` in another process (``--engine ray``'s workers)."""
     reporter = ui.Reporter(len(jobs), label, opts.quiet)
     with (
         rt.outputs(
@@ -105,10 +111,24 @@ async def run_images(
             process,
             command=command,
             trace=tracer,
+            remote=remote,
             writer=writer,
             on_result=lambda r: reporter.advance(r.image, r.status, _detail(r)),
             on_skip=lambda j: reporter.advance(j.name, "skipped"),
         )
+
+
+# how a Ray worker rebuilds each command's process from its own Runtime (module level, so
+# they travel by reference)
+async def scorer_of(tools: tuple[str, ...], rt: Runtime) -> Process:
+    return rt.scorer(rt.cards.resolve(tools))
+
+
+async def fixing_agent_of(fix: str, rt: Runtime) -> Process:
+    from agentiqa_cli.imperfect.apply import FixingAgent, FixMode
+
+    agent = await rt.agent()
+    return FixingAgent(agent, agent.ask, rt.settings.query, cast(FixMode, fix))
 
 
 def _detail(r: Result) -> str:
@@ -253,6 +273,7 @@ def assess(
     experience: ExperienceOpt = None,
     evolve: EvolveOpt = False,
     report: ReportOpt = None,
+    engine: EngineOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
     from agentiqa_cli.imperfect.apply import (
@@ -272,6 +293,7 @@ def assess(
         fusion=fusion,
         experience=experience,
         evolve=evolve or None,
+        engine=engine,
     )
 
     async def main(rt: Runtime) -> BatchSummary:
@@ -284,7 +306,7 @@ def assess(
         command = "assess" if fix == "off" else f"assess --fix {fix}"  # resume keys differ
         return await run_images(
             rt, opts, command, jobs, fixing, "assess", extra_columns=ASSESS_FIX_COLUMNS,
-            extra=fix_cells,
+            extra=fix_cells, remote=functools.partial(fixing_agent_of, fix),
         )  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import minimize
 
 from agentiqa_cli.experience.vote import Counts
 
@@ -104,6 +103,8 @@ def fit(counts: Counts, pseudo: float = PSEUDO, z: float = Z_975) -> Fit:
         full = np.concatenate([[0.0], x])
         v, g, _ = _terms(full, counts, pseudo)
         return v, g[1:]
+
+    from scipy.optimize import minimize  # here: importing it costs every command ~0.3 s
 
     x0 = np.zeros(k)  # θ_1..θ_{k-1} and λ
     res = minimize(fun, x0, jac=True, method="L-BFGS-B",

@@ -22,6 +22,7 @@ import io
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -55,6 +56,24 @@ def columns_for(tool_names: list[str] | None) -> list[str]:
 
 def _fmt(v: float | None, digits: int = 4) -> str:
     return "" if v is None else f"{v:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class DoneRows:
+    """The (image cell, key) pairs of complete rows in a CSV, asked as ``is_done`` asks;
+    a plain value, so it travels to other processes (Ray workers)."""
+
+    rows: frozenset[tuple[str, str]]
+    columns: tuple[str, ...]
+
+    def __call__(self, image: str, key: str) -> bool:
+        return bool(self.rows) and (image_cell(image, self.columns), key) in self.rows
+
+
+def image_cell(image: str, columns: Sequence[str]) -> str:
+    """An input path as the CSV's image cell holds it (sanitized as every cell is)."""
+    cols = list(columns)
+    return row_of(Result(image=image), cols)[cols.index("image")]
 
 
 def row_of(result: Result, columns: list[str], extra: Mapping[str, str] | None = None) -> list[str]:
@@ -212,8 +231,7 @@ class ResultsWriter:
 
     def is_done(self, image: str, key: str) -> bool:
         """Whether a complete row for this input path with this key is already present."""
-        cells = row_of(Result(image=image, key=key), self.columns)
-        return (cells[self.columns.index("image")], key) in self.done
+        return (image_cell(image, self.columns), key) in self.done
 
     def _prepare_resume(self) -> None:
         data = self.path.read_bytes()

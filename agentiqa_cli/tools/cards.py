@@ -213,9 +213,14 @@ class CardSet:
         return CardSet(cards, self.hashes)
 
 
+# libyaml's safe loader when PyYAML was built with it: the same data, ~10× less start-up time
+# for the 44 shipped cards every command reads
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_card(path: Path) -> ToolCard:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: invalid YAML: {e}") from None
     if not isinstance(data, dict):

@@ -94,6 +94,11 @@ def _valid_gaussian(a: F64) -> F64:
 
 def ssim_planes(x: F64, y: F64, data_range: float = 255.0) -> float:
     """pyiqa's ``ssim`` (no downsampling) on planes of shape (..., H, W); mean over all."""
+    return _ssim_cs(x, y, data_range)[0]
+
+
+def _ssim_cs(x: F64, y: F64, data_range: float = 255.0) -> tuple[float, float]:
+    """Mean SSIM and mean contrast-structure term (pyiqa's ``get_cs``)."""
     c1 = (0.01 * data_range) ** 2
     c2 = (0.03 * data_range) ** 2
     # the five local moments in two separable passes over one stacked array
@@ -105,7 +110,7 @@ def ssim_planes(x: F64, y: F64, data_range: float = 255.0) -> float:
     sigma12 = m[4] - mu1_mu2
     cs = np.maximum((2 * sigma12 + c2) / (sigma1_sq + sigma2_sq + c2), 0.0)
     ssim_map = ((2 * mu1_mu2 + c1) / (mu1_sq + mu2_sq + c1)) * cs
-    return float(ssim_map.mean())
+    return float(ssim_map.mean()), float(cs.mean())
 
 
 def ssim(image: LoadedImage, ref: LoadedImage) -> float:
@@ -118,6 +123,42 @@ def ssimc(image: LoadedImage, ref: LoadedImage) -> float:
     """pyiqa ``ssimc``: on each rounded 0-255 RGB channel, averaged."""
     _same_shape(image, ref)
     return ssim_planes(_rgb255(image), _rgb255(ref))
+
+
+# pyiqa's MS-SSIM scale weights (a float32 tensor, cast to the float64 of the planes)
+_MS_WEIGHTS = np.array([0.0448, 0.2856, 0.3001, 0.2363, 0.1333], dtype=np.float32).astype(
+    np.float64
+)
+
+
+def _halve(a: F64) -> F64:
+    """torch's ``avg_pool2d(a, 2, padding=(H % 2, W % 2))``: an odd side is padded with a
+    zero row/column on both ends, which counts in the mean (count_include_pad)."""
+    ph, pw = a.shape[-2] % 2, a.shape[-1] % 2
+    if ph or pw:
+        a = np.pad(a, [(ph, ph), (pw, pw)])
+    h, w = a.shape[-2] // 2, a.shape[-1] // 2
+    out: F64 = a[: 2 * h, : 2 * w].reshape(h, 2, w, 2).mean(axis=(1, 3))
+    return out
+
+
+def ms_ssim(image: LoadedImage, ref: LoadedImage) -> float:
+    """pyiqa ``ms_ssim``: five scales of rounded 0-255 luma, product of the contrast-structure
+    terms of the first four and SSIM of the last, each to its weight."""
+    _same_shape(image, ref)
+    x, y = _luma255(image), _luma255(ref)
+    cs: list[float] = []
+    for scale in range(len(_MS_WEIGHTS)):
+        if min(x.shape) < len(_SSIM_TAPS):
+            raise ValueError(
+                f"ms_ssim: scale {scale + 1} is {x.shape[1]}×{x.shape[0]}, smaller than the "
+                f"{len(_SSIM_TAPS)}-pixel window (the image needs ~161 px per side)"
+            )
+        ssim_val, c = _ssim_cs(x, y)
+        cs.append(c)
+        x, y = _halve(x), _halve(y)
+    prod = np.prod(np.array(cs[:-1]) ** _MS_WEIGHTS[:-1])
+    return float(prod * ssim_val ** _MS_WEIGHTS[-1])
 
 
 def psnr(image: LoadedImage, ref: LoadedImage) -> float:
@@ -170,5 +211,6 @@ NATIVE: dict[str, NativeMetric] = {
     "psnry": NativeMetric(psnry, False),
     "ssim": NativeMetric(ssim, False),
     "ssimc": NativeMetric(ssimc, False),
+    "ms_ssim": NativeMetric(ms_ssim, False),
     "gmsd": NativeMetric(gmsd, True),
 }

@@ -1,0 +1,223 @@
+"""`--engine ray`: the images of `score`/`assess` flow through Ray Data, rows come back here.
+
+The driver keeps everything a run owns: the results CSV, the trace, resume, the gate and
+the exit code. Workers are a pool of ``RayWorker`` actors (``map_batches`` over a stateful
+class): each builds its ``Runtime`` once — cards, tool runner, prompts, the VLM connection —
+and runs the same ``run_batch`` as the local engine on the jobs it is given, returning each
+image's ``Result`` and trace events as JSON. The driver streams them into the CSV and the
+trace as they arrive, so both have the same rows and keys as a local run.
+
+A worker that dies is restarted by Ray and its batch retried (Ray Data's defaults for actor
+pools); if the dataset still fails (the cluster went away), every image that has no row yet
+gets an error row marked transient, which ``--resume`` retries. No row is lost either way.
+
+Ray is an optional extra (``pip install agentiqa[ray]``); the local engine never imports it.
+Every node needs agentiqa installed (or ``ray_address`` pointing at a cluster whose runtime
+environment provides it) and must see the image files at the same paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentiqa_cli.batch import BatchSummary, content_hashes, error_result, job_key, run_batch
+from agentiqa_cli.config import Settings
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.imaging.load import max_file_bytes
+from agentiqa_cli.io.results import DoneRows
+from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.records import Result, TraceEvent
+
+if TYPE_CHECKING:
+    from agentiqa_cli.io.results import ResultsWriter
+    from agentiqa_cli.runtime import Runtime
+
+
+@dataclass(frozen=True)
+class WorkSpec:
+    """What a worker needs to rebuild the driver's process: its settings and the command's
+    builder (``cli/run.py``: the scorer of the chosen tools, the agent)."""
+
+    settings: Settings
+    build: Callable[[Runtime], Awaitable[Any]]
+    fingerprint: str
+    done: DoneRows  # rows already in the CSV (--resume)
+
+
+class _Collect(TraceWriter):
+    """A trace that keeps its events, to be sent back with the rows."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.events: list[TraceEvent] = []
+
+    def emit(self, event: TraceEvent) -> None:
+        with self._lock:
+            self.events.append(event)
+
+
+class RayWorker:
+    """One Ray actor: a Runtime built once, then batches of jobs through ``run_batch``."""
+
+    def __init__(self, spec: WorkSpec):
+        from agentiqa_cli.runtime import Runtime
+
+        self.spec = spec
+        self.loop = asyncio.new_event_loop()
+        self.rt = Runtime(spec.settings.model_copy(update={"engine": "local"}))
+        self.loop.run_until_complete(self.rt.__aenter__())
+        self.process = self.loop.run_until_complete(spec.build(self.rt))
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        jobs = [pickle.loads(b) for b in batch["job"]]
+        trace = _Collect()
+        skipped: list[int] = []
+        index = {id(j): int(i) for j, i in zip(jobs, batch["idx"], strict=True)}
+        summary = self.loop.run_until_complete(
+            run_batch(
+                jobs,
+                self.process,
+                fingerprint=self.spec.fingerprint,
+                decoder=self.rt.decoder,
+                writer=None,
+                trace=trace,
+                concurrency=self.spec.settings.concurrency,
+                done=self.spec.done,
+                on_skip=lambda j: skipped.append(index[id(j)]),
+            )
+        )
+        by_key: dict[tuple[str | None, str | None], list[str]] = {}
+        for e in trace.events:
+            by_key.setdefault((e.image, e.key), []).append(e.model_dump_json(exclude_none=True))
+        idx = [index[id(j)] for j in summary.jobs] + skipped
+        results = [r.model_dump_json() for r in summary.results] + [""] * len(skipped)
+        events = [by_key.get((r.image, r.key), []) for r in summary.results]
+        return {"idx": idx, "result": results, "events": events + [[] for _ in skipped]}
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "--engine ray needs Ray Data: pip install 'agentiqa[ray]' (or use --engine local)"
+        ) from None
+    return ray
+
+
+async def run_on_ray(
+    rt: Runtime,
+    jobs: Sequence[Job],
+    spec: WorkSpec,
+    *,
+    trace: TraceWriter,
+    writer: ResultsWriter | None,
+    on_result: Callable[[Result], None] | None,
+    on_skip: Callable[[Job], None] | None,
+) -> BatchSummary:
+    """Run ``jobs`` on a Ray cluster (``ray_address``, or a local instance); rows and trace
+    events are written here as they stream back."""
+    ray = _ray()
+    return await asyncio.to_thread(
+        _drive, ray, rt.settings, list(jobs), spec, trace, writer, on_result, on_skip
+    )
+
+
+def _drive(
+    ray: Any,
+    settings: Settings,
+    jobs: list[Job],
+    spec: WorkSpec,
+    trace: TraceWriter,
+    writer: ResultsWriter | None,
+    on_result: Callable[[Result], None] | None,
+    on_skip: Callable[[Job], None] | None,
+) -> BatchSummary:
+    import time
+
+    t0 = time.perf_counter()
+    summary = BatchSummary()
+    if not jobs:
+        return summary
+    if not ray.is_initialized():
+        ray.init(
+            address=settings.ray_address,
+            ignore_reinit_error=True,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+        )
+    import logging
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # its INFO lines are not ours
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.execution_options.preserve_order = False
+    items = [{"idx": i, "job": pickle.dumps(j)} for i, j in enumerate(jobs)]
+    workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+        RayWorker,
+        fn_constructor_kwargs={"spec": spec},
+        batch_size=1,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=workers),
+        num_cpus=1,  # Ray Data restarts a dead actor and retries its batch (its defaults)
+    )
+    seen: set[int] = set()
+    failure = ""
+    try:
+        for row in ds.iter_rows():
+            i = int(row["idx"])
+            if i in seen:  # a retried batch whose first attempt had already reported
+                continue
+            seen.add(i)
+            if not row["result"]:
+                summary.skipped += 1
+                if on_skip:
+                    on_skip(jobs[i])
+                continue
+            _deliver(summary, jobs[i], Result.model_validate_json(row["result"]),
+                     row["events"], trace, writer, on_result)  # fmt: skip
+    except Exception as e:  # the cluster gave up on a batch: its images get error rows
+        failure = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    for i, job in enumerate(jobs):
+        if i in seen:
+            continue
+        key = job_key(
+            job, spec.fingerprint, content_hashes(job, max_file_bytes(settings.max_pixels))
+        )
+        if spec.done(job.name, key):
+            summary.skipped += 1
+            if on_skip:
+                on_skip(job)
+            continue
+        result = error_result(job, key, f"ray worker failed: {failure or 'no result returned'}")
+        result.transient = True
+        trace.bind(job.name, key).emit("error", note=result.error)
+        _deliver(summary, job, result, [], trace, writer, on_result)
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _deliver(
+    summary: BatchSummary,
+    job: Job,
+    result: Result,
+    events: Sequence[str],
+    trace: TraceWriter,
+    writer: ResultsWriter | None,
+    on_result: Callable[[Result], None] | None,
+) -> None:
+    for e in events:
+        trace.emit(TraceEvent.model_validate_json(e))
+    if writer is not None:
+        writer.write(result)
+    summary.results.append(result)
+    summary.jobs.append(job)
+    if on_result:
+        on_result(result)
