@@ -37,7 +37,8 @@ demo: setup
 	@echo "--- agentiqa report: dataset issues over the results (HTML page with thumbnails)"
 	$(BIN)/agentiqa report samples/results.csv --html samples/report.html
 
-# refit the built-in detectors' and the weight-free pyiqa cards' logistics (minutes; not in CI)
+# refit the built-in detectors' and the weight-free pyiqa cards' logistics (minutes; not in CI;
+# the detectors' fit set, scripts/fitset.yaml, is fetched with apt-get download into .cache/fitset)
 fit-cards: setup
 	$(BIN)/python scripts/fit_builtin_cards.py
 	$(BIN)/python scripts/calibrate_cards.py
