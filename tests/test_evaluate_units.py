@@ -312,7 +312,7 @@ def test_bench_collections_have_the_stated_mix(tmp_path: Path) -> None:
     assert srs_agreement([4.0] * 30, 10) == 1.0
 
 
-def test_the_mix_is_named_only_when_no_tier_holds_most_images() -> None:
+def test_the_mix_is_named_only_when_two_distant_tiers_each_hold_a_share() -> None:
     def share(tier: str, x: float) -> TierShare:
         return TierShare(tier=tier, share=x, lo=max(0, x - 0.1), hi=min(1, x + 0.1))
 
@@ -321,4 +321,6 @@ def test_the_mix_is_named_only_when_no_tier_holds_most_images() -> None:
         "A mixed collection: 68% High (58%-78%), 30% Very Low (20%-40%) of the images."
     )
     assert mix_text([share("High", 0.8), share("Moderate", 0.2)]) == ""
+    assert mix_text([share("High", 0.55), share("Very High", 0.45)]) == ""  # adjacent tiers
+    assert mix_text([share("High", 0.9), share("Very Low", 0.1)]) == ""  # a few outliers
     assert mix_text([]) == ""

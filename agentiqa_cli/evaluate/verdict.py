@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agentiqa_cli.evaluate.records import OVERALL, Estimate, TierShare, Verdict
 from agentiqa_cli.evaluate.state import EvalState, worst
-from agentiqa_cli.evaluate.tiers import Tiers
+from agentiqa_cli.evaluate.tiers import TIER_NAMES, Tiers
 
 
 def make_verdict(
@@ -75,14 +75,16 @@ def summary(
     return text
 
 
-MIXED = 0.75  # no tier holds this share of the images: the mean hides a mix
+MIX_SHARE = 0.15  # a tier holding this share of the images is part of the collection's mix
 SHOWN = 0.05  # tiers with a smaller estimated share are left out of the sentence
 
 
 def mix_text(mix: list[TierShare]) -> str:
-    """A sentence on how the images spread over the tiers when no one tier holds most of
-    them (a bimodal folder's mean tier describes few of its images), else ""."""
-    if not mix or max(t.share for t in mix) >= MIXED:
+    """A sentence on how the images spread over the tiers when the collection is bimodal
+    (two tiers at least two apart each hold ≥ 15% of it: the mean's tier then describes
+    few of its images), else ""."""
+    held = [TIER_NAMES.index(t.tier) for t in mix if t.share >= MIX_SHARE]
+    if not held or max(held) - min(held) < 2:
         return ""
     parts = [
         f"{t.share:.0%} {t.tier} ({t.lo:.0%}-{t.hi:.0%})"
