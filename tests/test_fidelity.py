@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from agentiqa_cli.batch import Decoder, Pair
 from agentiqa_cli.config import Settings
 from agentiqa_cli.imaging.discover import Job
@@ -48,10 +50,12 @@ def test_non_monotone_curves_are_warned_on_the_card_and_by_tools_show(
 
 # -- item 6: per-object tool execution ------------------------------------------------------------
 def _half_blurred(tmp_path: Path) -> Pair:
-    """A sharp texture on the left half, the same texture blurred on the right half."""
+    """Crisp 8-px colour blocks; the right half blurred (the sharpest region, the left half,
+    is what the whole image's sharpness reads)."""
     from scipy.ndimage import gaussian_filter
 
-    img = natural_like(160, 256, seed=3)
+    cells = np.random.default_rng(3).random((20, 32, 3)).astype(np.float32)
+    img = np.kron(cells, np.ones((8, 8, 1), np.float32))
     img[:, 128:] = gaussian_filter(img[:, 128:], sigma=(4, 4, 0))
     path = save_rgb(tmp_path / "face.png", img)
     job = Job(image=path, root=tmp_path)
