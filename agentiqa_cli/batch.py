@@ -156,6 +156,21 @@ class BatchSummary:
     def errors(self) -> int:
         return sum(r.status == "error" for r in self.results)
 
+    def deliver(
+        self,
+        job: Job,
+        result: Result,
+        writer: ResultsWriter | None,
+        on_result: Callable[[Result], None] | None,
+    ) -> None:
+        """A finished row: written, kept, reported (every engine ends an image here)."""
+        if writer is not None:
+            writer.write(result)
+        self.results.append(result)
+        self.jobs.append(job)
+        if on_result:
+            on_result(result)
+
 
 Process = Callable[[Pair], Awaitable[Result]]
 
@@ -219,12 +234,7 @@ async def run_batch(
         if result.status == "error":
             trace.bind(job.name, result.key).emit("error", note=result.error)
         result.seconds = time.perf_counter() - t0
-        if writer is not None:
-            writer.write(result)
-        summary.results.append(result)
-        summary.jobs.append(job)
-        if on_result:
-            on_result(result)
+        summary.deliver(job, result, writer, on_result)
 
     async def worker() -> None:
         while True:

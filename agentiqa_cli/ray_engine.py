@@ -215,9 +215,4 @@ def _deliver(
 ) -> None:
     for e in events:
         trace.emit(TraceEvent.model_validate_json(e))
-    if writer is not None:
-        writer.write(result)
-    summary.results.append(result)
-    summary.jobs.append(job)
-    if on_result:
-        on_result(result)
+    summary.deliver(job, result, writer, on_result)
