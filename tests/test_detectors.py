@@ -323,3 +323,15 @@ def test_pixelation_is_a_compression_finding(photo, cards):
     px = distort(photo, "pixelate", 5, np.random.default_rng(0))
     cats = {f.category for f in _visible(findings(detect_all(_img(px)), cards), "Compression")}
     assert cats == {"Compression"}
+
+
+def test_dilate_is_scipys_binary_dilation() -> None:
+    from scipy import ndimage
+
+    from agentiqa_cli.tools.detectors import dilate
+
+    rng = np.random.default_rng(0)
+    for shape in ((1, 1), (5, 7), (40, 33)):
+        mask = rng.random(shape) > 0.93
+        for n in (1, 2, 3):
+            assert np.array_equal(dilate(mask, n), ndimage.binary_dilation(mask, iterations=n))

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import ndimage
 
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import Finding
@@ -473,8 +472,22 @@ def saturation_clip(image: LoadedImage) -> float:
     # pushed so far that all three channels clipped: a pure primary or secondary, next to
     # the textured clipping that led there (a graphic's pure fill has no such border)
     pure = flats[0] & flats[1] & flats[2]
-    near = ndimage.binary_dilation(lost, iterations=2)
+    near = dilate(lost, 2)
     return float(((lost | (pure & near)) & vivid).mean())
+
+
+def dilate(mask: NDArray[np.bool_], iterations: int) -> NDArray[np.bool_]:
+    """``scipy.ndimage.binary_dilation(mask, iterations=n)`` (4-connected cross, zero
+    border) in numpy: importing scipy.ndimage costs a one-image `score` ~0.4 s."""
+    out = mask.copy()
+    for _ in range(iterations):
+        grown = out.copy()
+        grown[1:] |= out[:-1]
+        grown[:-1] |= out[1:]
+        grown[:, 1:] |= out[:, :-1]
+        grown[:, :-1] |= out[:, 1:]
+        out = grown
+    return out
 
 
 DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
