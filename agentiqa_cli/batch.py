@@ -55,23 +55,27 @@ class Decoder:
         self._refs: OrderedDict[str, LoadedImage] = OrderedDict()
         self._ref_cache = ref_cache
         self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}  # one per reference path
 
     def reference(self, job: Job) -> LoadedImage | None:
         if job.reference is None:
             return None
         k = str(job.reference)
         with self._lock:
-            if k in self._refs:
-                self._refs.move_to_end(k)
-                return self._refs[k]
-        try:
-            ref = load_image(job.reference, self.max_pixels)
-        except ImageError as e:
-            raise ImageError(f"reference {e}") from None
-        with self._lock:
-            self._refs[k] = ref
-            while len(self._refs) > self._ref_cache:
-                self._refs.popitem(last=False)
+            loading = self._loading.setdefault(k, threading.Lock())
+        with loading:  # images decoded at once that share a reference wait for one decode
+            with self._lock:
+                if k in self._refs:
+                    self._refs.move_to_end(k)
+                    return self._refs[k]
+            try:
+                ref = load_image(job.reference, self.max_pixels)
+            except ImageError as e:
+                raise ImageError(f"reference {e}") from None
+            with self._lock:
+                self._refs[k] = ref
+                while len(self._refs) > self._ref_cache:
+                    self._refs.popitem(last=False)
         return ref
 
     def decode(self, job: Job) -> tuple[LoadedImage, LoadedImage | None]:
