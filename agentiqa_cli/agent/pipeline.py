@@ -397,12 +397,7 @@ class Agent:
         sw = plan.plan
         if plan.query_type != "IQA":
             return []
-        looking = {
-            "query": self.opt.query,
-            "has_reference": pair.reference is not None,
-            "evidence": evidence,
-            "show_evidence": self.opt.show_evidence,
-        }
+        looking = self._looking(pair.reference is not None, evidence)
         if sw.distortion_detection and sw.distortion_analysis:
             examine = ExamineInput.model_validate(looking | {"scopes": plan.scopes})
             return _findings_of(await self.ask.examine(examine, usage, pair))
