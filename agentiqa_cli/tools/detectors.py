@@ -7,7 +7,8 @@ into distortion findings for the rules backend.
 Working planes, computed once per image and cached on it:
 - ``_detail``: luma at most 1024 px on the long side (area-averaged by an integer factor)
   for sharpness; at that scale pixel-level softness of large camera files does not count
-  as blur, which matches how the image is viewed.
+  as blur, which matches how the image is viewed. ``_value``: the brightest channel of each
+  pixel at the same scale, for under-exposure.
 - ``_crops``: full-resolution luma for noise, blockiness and pixelation, which downscaling
   would erase: the whole image when it fits in 1024×1024, else five 512×512 crops (the
   centre and the middles of the four quadrants), so a defect anywhere in a large frame is
@@ -70,26 +71,45 @@ def _gray(image: LoadedImage) -> F32:
     return _cached(image, "det:luma", make)
 
 
-def _detail(image: LoadedImage) -> F32:
+def _viewing(image: LoadedImage, key: str, per_pixel: Callable[[F32], F32]) -> F32:
+    """``per_pixel`` of the RGB rows (a plane), area-averaged to at most DETAIL_SIDE px on
+    the long side by an integer factor (unreduced when the image fits)."""
+
     def make() -> F32:
         h, w = image.shape
         f = int(np.ceil(max(h, w) / DETAIL_SIDE))
         if f <= 1:
-            return _gray(image)
+            out = np.empty((h, w), dtype=np.float32)
+            for y in range(0, h, ROW_CHUNK):
+                out[y : y + ROW_CHUNK] = per_pixel(image.rows(y, y + ROW_CHUNK))
+            return out
         h, w = (h // f) * f, (w // f) * f
-        # block means of luma, a band of whole blocks at a time: full-size luma of a large
-        # photo is never held (sharpness is the only detector that reads all of it)
+        # block means, a band of whole blocks at a time: the full-size plane of a large
+        # photo is never held
         band = max(1, ROW_CHUNK // f) * f
         out = np.empty((h // f, w // f), dtype=np.float32)
         for y in range(0, h, band):
-            g = image.rows(y, min(y + band, h))[:, :w] @ _BT601
+            g = per_pixel(image.rows(y, min(y + band, h))[:, :w])
             n = g.shape[0] // f
             out[y // f : y // f + n] = g.reshape(n, f, w // f, f).mean(
                 axis=(1, 3), dtype=np.float32
             )
         return out
 
-    return _cached(image, "det:detail", make)
+    return _cached(image, key, make)
+
+
+def _detail(image: LoadedImage) -> F32:
+    """Luma at viewing scale (sharpness reads all of it)."""
+    h, w = image.shape
+    if max(h, w) <= DETAIL_SIDE:
+        return _gray(image)
+    return _viewing(image, "det:detail", lambda rgb: rgb @ _BT601)
+
+
+def _value(image: LoadedImage) -> F32:
+    """The brightest channel of each pixel (HSV value) at viewing scale."""
+    return _viewing(image, "det:value", lambda rgb: rgb.max(axis=-1))
 
 
 CROP = 512
@@ -261,6 +281,13 @@ def sharpness(image: LoadedImage) -> float:
 # -- noise ---------------------------------------------------------------------------------
 
 
+# lags (px) at which the residual of a regular pattern repeats: every period of 2-8 px divides
+# one of them (2 and 4 divide 8); the operator's own footprint (lags 1-2) is left out, since
+# it correlates the residual of independent noise there
+PATTERN_LAGS = (3, 5, 6, 7, 8)
+PATTERN_DROP = 0.7
+
+
 def noise(image: LoadedImage) -> float:
     """Noise sigma on the [0, 1] scale (lower is better).
 
@@ -270,16 +297,40 @@ def noise(image: LoadedImage) -> float:
     percentile), estimates the noise where texture does not mask it. Tiles clipped to black
     or white are skipped since clipping removes the noise there. (``skimage.restoration.
     estimate_sigma`` needs PyWavelets, which is not a dependency, and is much slower.)
+
+    Noise is independent from pixel to pixel; a regular pattern (a dither, a checkerboard,
+    pixel art, a halftone) is not, though the operator passes it just as well. So the
+    residual is compared with itself shifted by 3-8 px along the rows and along the columns
+    (``PATTERN_LAGS``): a pattern with a period that divides the shift cancels in the
+    difference, independent noise does not (the difference of two independent residuals
+    has sqrt(2) times their spread). Where the smallest of these differences (scaled by
+    1/sqrt(2)) is clearly below the unshifted response (under ``PATTERN_DROP`` of it), the
+    tile holds a pattern and that difference is its noise; elsewhere the response is.
     """
     t = NOISE_TILE
+    scale = np.float32(np.sqrt(np.pi / 2) / (6.0 * t * t))
     sigs, oks = [], []
     for g in _crops(image):
         v = g[:-2] - 2.0 * g[1:-1] + g[2:]
-        r = np.abs(v[:, :-2] - 2.0 * v[:, 1:-1] + v[:, 2:])
-        if min(r.shape) < t:
-            return float(np.sqrt(np.pi / 2) * r.mean() / 6.0)
-        sigs.append(_tile_sums(r, t).ravel() * np.float32(np.sqrt(np.pi / 2) / (6.0 * t * t)))
-        src = g[1 : 1 + r.shape[0], 1 : 1 + r.shape[1]]
+        r = v[:, :-2] - 2.0 * v[:, 1:-1] + v[:, 2:]
+        if min(r.shape) < t + max(PATTERN_LAGS):
+            return float(np.sqrt(np.pi / 2) * np.abs(r).mean() / 6.0)
+        # tiles of the area where every shift is defined (the last lags' rows/columns drop)
+        m = max(PATTERN_LAGS)
+        h, w = r.shape[0] - m, r.shape[1] - m
+        base = r[:h, :w]
+        plain = _tile_sums(np.abs(base), t)
+        best = np.full_like(plain, np.inf)
+        d = np.empty_like(base)
+        for lag in PATTERN_LAGS:
+            for shifted in (r[:h, lag : lag + w], r[lag : lag + h, :w]):
+                np.abs(np.subtract(shifted, base, out=d), out=d)
+                np.minimum(best, _tile_sums(d, t) * np.float32(1 / np.sqrt(2)), out=best)
+        # only a clear drop marks a pattern: the smallest of ten estimates of pure noise is
+        # biased low by ~10%, a pattern's shifted difference is a fraction of its response
+        patterned = best < PATTERN_DROP * plain
+        sigs.append(np.where(patterned, best, plain).ravel() * scale)
+        src = g[1 : 1 + h, 1 : 1 + w]
         clipped = _tile_sums(((src <= 1.5 / 255) | (src >= 253.5 / 255)).astype(np.float32), t)
         oks.append(clipped.ravel() <= 0.2 * t * t)
     s, ok = np.concatenate(sigs), np.concatenate(oks)
@@ -357,52 +408,59 @@ def pixelation(image: LoadedImage) -> float:
 
 
 def underexposure(image: LoadedImage) -> float:
-    """Highlight level: the 99.9th percentile of luma at viewing scale (higher is better).
+    """Highlight level: the 99.9th percentile of the brightest channel at viewing scale
+    (higher is better).
 
     Darkening scales every tone down, the brightest ones too. A dark but well-exposed
     photo (a night sky, a dim interior, a low-key portrait) still has some bright content:
     stars, lights, a lit face; at the detail plane's scale (area-averaged, at most 1024 px)
     a small light counts while single noisy pixels do not. The mean or median brightness
-    says nothing about exposure: a night scene is dark on purpose.
+    says nothing about exposure: a night scene is dark on purpose. Exposure is how close a
+    channel comes to its full scale, so the brightest channel counts, not luma: a saturated
+    blue or purple at full strength has a luma of 0.1-0.3 and is not dark.
     """
-    return float(np.percentile(_detail(image), 99.9))
+    return float(np.percentile(_value(image), 99.9))
 
 
-BLOWN = 0.96  # luma at and above which a pixel has (nearly) no highlight detail left
+CLIPPED = 254.5 / 255  # a channel at its top code: no detail left above it
 NEAR_WHITE = 0.75  # where the highlight shoulder starts
 
 
 def overexposure(image: LoadedImage) -> float:
-    """Blown highlights (lower is better): the fraction of the image at luma >= 0.96
-    together with its right-hand neighbour on the sampling grid, plus a quarter of the
-    highlight shoulder, the mean of clip((luma - 0.8) / 0.2, 0, 1).
+    """Clipped highlights (lower is better): the fraction of the image where a channel is
+    at its top code in a pixel and in its right-hand neighbour on the sampling grid, plus
+    half the highlight shoulder, the mean of clip((luma - 0.75) / 0.25, 0, 1) squared.
 
-    Over-exposure clips: whole areas reach white and their texture is gone, which the first
-    term counts; the shoulder term grows smoothly as tones are pushed towards white before
-    they clip, so that mild over-exposure ranks too. A bright or high-key photo whose pale
-    tones still carry detail (white wood, a misty morning, a pastel palette) stays low
-    whatever its mean brightness; isolated specular glints do not count, a blown sky does.
-    A white studio background reads high too: it is clipped by design, and a no-reference
-    reading cannot tell.
+    Over-exposure saturates the sensor's channels: wherever one reaches full scale its
+    texture is gone and the hue shifts (a blue sky turns cyan, then white), which the first
+    term counts in areas (two neighbours), so isolated specular glints do not count and a
+    blown sky does; the shoulder term grows smoothly as tones are pushed towards white
+    before they clip, so that mild over-exposure ranks too. A bright or high-key photo
+    whose pale tones still carry detail (white wood, a misty morning, a pastel palette)
+    stays low whatever its mean brightness. A white studio background reads high too: it
+    is clipped by design, and a no-reference reading cannot tell.
     """
-    lum = _luma(_grid(image))
-    blown = lum >= BLOWN
-    clipped = float((blown[:, 1:] & blown[:, :-1]).mean()) if lum.shape[1] > 1 else 0.0
+    rgb = _grid(image)
+    top = rgb.max(axis=-1) >= CLIPPED
+    clipped = float((top[:, 1:] & top[:, :-1]).mean()) if top.shape[1] > 1 else 0.0
+    lum = _luma(rgb)
     # squared: tones just above the knee (pale wood, mist) count little, near-white ones fully
     shoulder = float((np.clip((lum - NEAR_WHITE) / (1.0 - NEAR_WHITE), 0.0, 1.0) ** 2).mean())
     return clipped + 0.5 * shoulder
 
 
 def contrast(image: LoadedImage) -> float:
-    """Tonal spread: the widest 0.5th-99.5th percentile range of the R, G and B channels
-    (higher is better).
+    """Tonal spread: from the darkest to the brightest channel value the image uses, the
+    0.5th percentile of its lowest channel to the 99.5th of its highest (higher is better).
 
-    A contrast reduction compresses every channel towards the mean. A soft pastel or
-    colourful design can have little luma spread and still clear colour contrast (orange
-    against blue), so the widest channel counts, not the luma alone.
+    A loss of contrast (haze, veiling glare, a flat tone curve) pulls every colour towards
+    one grey: the range of every channel shrinks and so does the distance between the
+    channels of a colour. A soft pastel palette or a flat design in saturated colours can
+    have little luma spread, yet its colours sit far apart on the display's scale (a green
+    of R 0.2 and G 0.7, orange against blue), so those count, not the luma alone.
     """
     lo, hi = np.percentile(_sample(image), [0.5, 99.5], axis=0)
-    return float(np.max(hi - lo))
+    return float(hi.max() - lo.min())
 
 
 # -- colour --------------------------------------------------------------------------------
