@@ -71,9 +71,9 @@ def _gray(image: LoadedImage) -> F32:
     return _cached(image, "det:luma", make)
 
 
-def _viewing(image: LoadedImage, key: str, per_pixel: Callable[[F32], F32]) -> F32:
-    """``per_pixel`` of the RGB rows (a plane), area-averaged to at most DETAIL_SIDE px on
-    the long side by an integer factor (unreduced when the image fits)."""
+def _viewing(image: LoadedImage, key: str, plane: Callable[[int, int], F32]) -> F32:
+    """``plane(start, stop)`` (a per-pixel plane of those rows), area-averaged to at most
+    DETAIL_SIDE px on the long side by an integer factor (unreduced when the image fits)."""
 
     def make() -> F32:
         h, w = image.shape
@@ -81,7 +81,7 @@ def _viewing(image: LoadedImage, key: str, per_pixel: Callable[[F32], F32]) -> F
         if f <= 1:
             out = np.empty((h, w), dtype=np.float32)
             for y in range(0, h, ROW_CHUNK):
-                out[y : y + ROW_CHUNK] = per_pixel(image.rows(y, y + ROW_CHUNK))
+                out[y : y + ROW_CHUNK] = plane(y, y + ROW_CHUNK)
             return out
         h, w = (h // f) * f, (w // f) * f
         # block means, a band of whole blocks at a time: the full-size plane of a large
@@ -89,7 +89,7 @@ def _viewing(image: LoadedImage, key: str, per_pixel: Callable[[F32], F32]) -> F
         band = max(1, ROW_CHUNK // f) * f
         out = np.empty((h // f, w // f), dtype=np.float32)
         for y in range(0, h, band):
-            g = per_pixel(image.rows(y, min(y + band, h))[:, :w])
+            g = plane(y, min(y + band, h))[:, :w]
             n = g.shape[0] // f
             out[y // f : y // f + n] = g.reshape(n, f, w // f, f).mean(
                 axis=(1, 3), dtype=np.float32
@@ -104,12 +104,12 @@ def _detail(image: LoadedImage) -> F32:
     h, w = image.shape
     if max(h, w) <= DETAIL_SIDE:
         return _gray(image)
-    return _viewing(image, "det:detail", lambda rgb: rgb @ _BT601)
+    return _viewing(image, "det:detail", lambda a, b: image.rows(a, b) @ _BT601)
 
 
 def _value(image: LoadedImage) -> F32:
     """The brightest channel of each pixel (HSV value) at viewing scale."""
-    return _viewing(image, "det:value", lambda rgb: rgb.max(axis=-1))
+    return _viewing(image, "det:value", image.rows_max)
 
 
 CROP = 512
@@ -288,6 +288,12 @@ PATTERN_LAGS = (3, 5, 6, 7, 8)
 PATTERN_DROP = 0.7
 
 
+def _alternate_tiles(a: F32, grid: tuple[int, int], t: int) -> F32:
+    """Every other t×t tile of ``a`` in both directions, as (ny/2, t, nx/2, t) views."""
+    ny, nx = grid
+    return a[: ny * t, : nx * t].reshape(ny, t, nx, t)[::2, :, ::2, :]
+
+
 def noise(image: LoadedImage) -> float:
     """Noise sigma on the [0, 1] scale (lower is better).
 
@@ -315,24 +321,28 @@ def noise(image: LoadedImage) -> float:
         r = v[:, :-2] - 2.0 * v[:, 1:-1] + v[:, 2:]
         if min(r.shape) < t + max(PATTERN_LAGS):
             return float(np.sqrt(np.pi / 2) * np.abs(r).mean() / 6.0)
-        # tiles of the area where every shift is defined (the last lags' rows/columns drop)
+        # every other tile in both directions (a quarter: plenty for a percentile, and the
+        # shifts cost one pass each), of the area where every shift is defined
         m = max(PATTERN_LAGS)
-        h, w = r.shape[0] - m, r.shape[1] - m
-        base = r[:h, :w]
-        plain = _tile_sums(np.abs(base), t)
+        grid = ((r.shape[0] - m) // t, (r.shape[1] - m) // t)
+        base = _alternate_tiles(r, grid, t)
+        plain = np.abs(base).sum(axis=(1, 3))
         best = np.full_like(plain, np.inf)
         d = np.empty_like(base)
         for lag in PATTERN_LAGS:
-            for shifted in (r[:h, lag : lag + w], r[lag : lag + h, :w]):
+            for shifted in (
+                _alternate_tiles(r[:, lag:], grid, t),
+                _alternate_tiles(r[lag:], grid, t),
+            ):
                 np.abs(np.subtract(shifted, base, out=d), out=d)
-                np.minimum(best, _tile_sums(d, t) * np.float32(1 / np.sqrt(2)), out=best)
+                np.minimum(best, d.sum(axis=(1, 3)) * np.float32(1 / np.sqrt(2)), out=best)
         # only a clear drop marks a pattern: the smallest of ten estimates of pure noise is
         # biased low by ~10%, a pattern's shifted difference is a fraction of its response
         patterned = best < PATTERN_DROP * plain
         sigs.append(np.where(patterned, best, plain).ravel() * scale)
-        src = g[1 : 1 + h, 1 : 1 + w]
-        clipped = _tile_sums(((src <= 1.5 / 255) | (src >= 253.5 / 255)).astype(np.float32), t)
-        oks.append(clipped.ravel() <= 0.2 * t * t)
+        src = g[1 : 1 + r.shape[0], 1 : 1 + r.shape[1]]
+        clipped = ((src <= 1.5 / 255) | (src >= 253.5 / 255)).astype(np.float32)
+        oks.append(_alternate_tiles(clipped, grid, t).sum(axis=(1, 3)).ravel() <= 0.2 * t * t)
     s, ok = np.concatenate(sigs), np.concatenate(oks)
     keep = s[ok] if ok.sum() >= 4 else s
     return float(np.percentile(keep, 20))
