@@ -182,13 +182,12 @@ def evaluate(
         ui.out.print(
             f"stopped: {ui.cell(verdict.stop_reason)} → {ui.cell(str(opts.out))}", highlight=False
         )
-    if not opts.quiet:
-        for why in gate:
-            ui.fail(f"quality gate: {why}")
-        if verdict.errors:
-            ui.warn(
-                f"{verdict.errors} sampled image(s) could not be assessed; see the error column of {opts.out}"
-            )
+    for why in gate:  # errors: said even with -q
+        ui.fail(f"quality gate: {why}")
+    if verdict.errors:
+        ui.warn(
+            f"{verdict.errors} sampled image(s) could not be assessed; see the error column of {opts.out}"
+        )
     raise typer.Exit(code)
 
 
