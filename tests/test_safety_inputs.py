@@ -136,6 +136,44 @@ def test_unreadable_subfolder_gets_an_error_row(
     assert "ermission denied" in by["locked"].error
 
 
+@pytest.mark.parametrize(
+    ("pattern", "recursive"),
+    [("d/**/*.png", True), ("d/*/*.png", False), ("d/**", True), ("d/*", False)],
+)
+def test_a_folder_a_pattern_cannot_search_gets_an_error_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: str, recursive: bool
+) -> None:
+    """glob skips a folder it cannot list without a word: it is one input with an error
+    row, as below a folder given with -R, not images silently missing."""
+    from agentiqa_cli.imaging import discover as disc
+
+    d = tmp_path / "d"
+    save_rgb(d / "a.png", natural_like(48, 48))
+    save_rgb(d / "locked" / "b.png", natural_like(48, 48))
+    save_rgb(d / "ok" / "c.png", natural_like(48, 48))
+    save_rgb(d / ".hidden" / "e.png", natural_like(48, 48))  # glob's `*` never looks there
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if Path(str(path)).name in ("locked", ".hidden"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.chdir(tmp_path)
+    jobs = disc.pair(disc.discover([pattern], recursive=recursive), None)
+    by = {j.image.as_posix(): j.error for j in jobs}
+    assert "d/ok/c.png" in by and by["d/ok/c.png"] == ""
+    assert by["d/locked"].startswith("d/locked: cannot list folder: Permission denied")
+    if pattern.endswith(".png"):  # (`d/**` matches d/ itself: walked whole, as with -R)
+        assert not any("hidden" in name for name in by)
+    # a pattern whose only folder cannot be searched is that folder's error, not "no match"
+    jobs = disc.pair(disc.discover(["d/locked/*.png"], recursive=recursive), None)
+    assert [(j.image.as_posix(), "cannot list folder" in j.error) for j in jobs] == [
+        ("d/locked", True)
+    ]
+
+
 # -- 3: non-finite log-probabilities are missing, not confident ------------------------------
 @pytest.mark.parametrize("bad", [math.nan, -math.inf, math.inf])
 def test_nonfinite_level_logprob_is_treated_as_missing(tmp_path: Path, bad: float) -> None:
