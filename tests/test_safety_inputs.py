@@ -87,6 +87,30 @@ def test_fifo_and_dev_zero_get_error_rows_not_a_hang(tmp_path: Path) -> None:
             assert "not a regular file" in by[bad]["error"]
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_ref_or_report_csv_that_is_not_a_file_says_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentiqa_cli.errors import ConfigError
+    from agentiqa_cli.imaging import discover as disc
+    from tests.test_cli_score import invoke
+
+    save_rgb(tmp_path / "a.png", natural_like(48, 48))
+    os.mkfifo(tmp_path / "fifo.png")
+    (tmp_path / "zero.png").symlink_to("/dev/zero")
+    (tmp_path / "gone.png").symlink_to(tmp_path / "nothing.png")
+    found = disc.discover([str(tmp_path / "a.png")])
+    for ref, why in (("fifo.png", "not a regular file (FIFO, device or socket)"),
+                     ("zero.png", "not a regular file (FIFO, device or socket)"),
+                     ("gone.png", "a symbolic link to nothing"),
+                     ("nothing.png", "no such file or folder")):  # fmt: skip
+        with pytest.raises(ConfigError) as e:
+            disc.pair(found, str(tmp_path / ref))
+        assert str(e.value).endswith(f"{ref}: {why}")
+    code, _ = invoke("report", tmp_path / "fifo.png", "--html", tmp_path / "r.html")
+    assert code == 2 and "fifo.png: not a regular file" in capsys.readouterr().err
+
+
 def test_huge_file_is_refused_by_size_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "big.png"
     with open(big, "wb") as f:

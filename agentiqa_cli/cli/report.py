@@ -13,6 +13,7 @@ from agentiqa_cli.cli.app import app
 from agentiqa_cli.cli.options import EXIT_CODES_HELP, Quiet
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import EXIT_INPUT, EXIT_OK
+from agentiqa_cli.imaging.load import missing
 from agentiqa_cli.io.guard import check_report_page
 
 if TYPE_CHECKING:  # the report package (jinja2, its page) is imported when a report is made
@@ -96,7 +97,8 @@ def report(
     when some images could not be read (they are listed in the page)."""
     ui.set_quiet(quiet)
     if not csv.is_file():
-        raise ConfigError(f"{csv}: no such results CSV")
+        why = "a folder, not a results CSV" if csv.is_dir() else missing(csv)
+        raise ConfigError(f"{csv}: {why}")
     target = html or default_html(csv)
     check_report_page(target, csv)  # never the CSV, an image or another file: exit 2
     result = make_report(csv, target, top, quiet)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.imaging.load import display_path
+from agentiqa_cli.imaging.load import display_path, missing
 
 IMAGE_EXTENSIONS = frozenset(
     [
@@ -222,7 +222,7 @@ def pair(found: list[tuple[Path, Path]], ref: str | None) -> list[Job]:
     if r.is_file():
         return [Job(image=img, root=root, reference=r) for img, root in found]
     if not r.is_dir():
-        raise ConfigError(f"--ref {ref}: no such file or folder")
+        raise ConfigError(f"--ref {ref}: {missing(r)}")
     by_name: dict[str, list[Path]] = {}
     by_stem: dict[str, list[Path]] = {}
     for f in _walk(r, recursive=True):
