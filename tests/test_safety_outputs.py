@@ -7,6 +7,7 @@ import ast
 import csv
 import errno
 import io
+import json
 import os
 import shutil
 import sys
@@ -544,3 +545,19 @@ def test_evaluate_gen_dir_replaces_only_its_own_images(
     save_rgb(mine / "r01-02.png", natural_like(48, 64))
     with pytest.raises(ConfigError, match=r"r01-02\.png"):
         check_gen_dir(mine, csv_path, resume=False, force=False)
+
+
+def test_assess_resumes_a_csv_from_before_the_fix_columns(tmp_path: Path, pics: Path) -> None:
+    from tests.test_cli_score import invoke as run
+
+    out = tmp_path / "a.csv"
+    assert invoke("assess", pics, "-o", out, "-q") == 0
+    df = pd.read_csv(out, keep_default_na=False, dtype=str)
+    fix = ["imperfections", "operations", "refused", "score_before"]
+    assert list(df.columns[-4:]) == fix
+    df.drop(columns=fix).iloc[:1].to_csv(out, index=False)  # the older version's file, cut
+    code, stdout = run("assess", pics, "-o", out, "-q", "--resume", "--json")
+    assert code == 0 and json.loads(stdout)["summary"]["skipped"] == 1
+    again = pd.read_csv(out, keep_default_na=False, dtype=str)
+    assert list(again.columns) == list(df.columns) and len(again) == 2
+    assert again.loc[0, "key"] == df.loc[0, "key"] and again.loc[0, "refused"] == ""
