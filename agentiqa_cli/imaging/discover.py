@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,24 +59,13 @@ def _is_image(p: Path) -> bool:
     return p.suffix.lower() in IMAGE_EXTENSIONS
 
 
-def _walk(folder: Path, recursive: bool) -> list[Path]:
-    found: list[Path] = []
-    if not recursive:
-        try:
-            entries = sorted(folder.iterdir())
-        except OSError as e:
-            raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}") from None
-        return [p for p in entries if _is_image(p) and not p.is_dir()]
+def _folders(
+    top: Path, onerror: Callable[[OSError], None]
+) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk`` following links (so linked folders count), each folder once: (device,
+    inode) bookkeeping breaks loops. ``dirnames`` comes sorted; prune it in place."""
     seen: set[tuple[int, int]] = set()
-    unreadable: list[Path] = []
-
-    def report(e: OSError) -> None:  # a sub-folder we cannot list: its own error row
-        if Path(str(e.filename)) == folder:
-            raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}")
-        unreadable.append(Path(str(e.filename)))
-
-    # followlinks so linked folders count, with (device, inode) bookkeeping to break loops
-    for dirpath, dirnames, filenames in os.walk(folder, onerror=report, followlinks=True):
+    for dirpath, dirnames, filenames in os.walk(top, onerror=onerror, followlinks=True):
         try:
             st = os.stat(dirpath)
         except OSError:
@@ -86,6 +76,25 @@ def _walk(folder: Path, recursive: bool) -> list[Path]:
             continue
         seen.add((st.st_dev, st.st_ino))
         dirnames.sort()
+        yield dirpath, dirnames, filenames
+
+
+def _walk(folder: Path, recursive: bool) -> list[Path]:
+    found: list[Path] = []
+    if not recursive:
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError as e:
+            raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}") from None
+        return [p for p in entries if _is_image(p) and not p.is_dir()]
+    unreadable: list[Path] = []
+
+    def report(e: OSError) -> None:  # a sub-folder we cannot list: its own error row
+        if Path(str(e.filename)) == folder:
+            raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}")
+        unreadable.append(Path(str(e.filename)))
+
+    for dirpath, _, filenames in _folders(folder, report):
         found.extend(Path(dirpath) / f for f in sorted(filenames) if _is_image(Path(f)))
     return found + unreadable
 
@@ -138,24 +147,14 @@ def _unsearched(pattern: str, recursive: bool) -> list[Path]:
     root = _fixed_prefix(pattern)
     rest = Path(pattern).parts[len(root.parts) :]
     found: list[Path] = []
-    seen: set[tuple[int, int]] = set()
 
     def report(e: OSError) -> None:
         if e.filename is not None and os.path.isdir(e.filename):
             found.append(Path(str(e.filename)))
 
-    for dirpath, dirnames, _ in os.walk(root, onerror=report, followlinks=True):
-        try:
-            st = os.stat(dirpath)
-        except OSError:
-            dirnames[:] = []
-            continue
-        if (st.st_dev, st.st_ino) in seen:
-            dirnames[:] = []
-            continue
-        seen.add((st.st_dev, st.st_ino))
+    for dirpath, dirnames, _ in _folders(root, report):
         rel = Path(dirpath).relative_to(root).parts
-        dirnames[:] = sorted(d for d in dirnames if _lists((*rel, d), rest, recursive))
+        dirnames[:] = [d for d in dirnames if _lists((*rel, d), rest, recursive)]
     return found
 
 
