@@ -269,6 +269,7 @@ Step = Literal[
     "run", "plan", "detect", "analyze", "select", "tool", "summarize", "final", "error",
     "probe", "crop", "eval_plan", "eval_round", "imperfect", "experience",
 ]  # fmt: skip
+STEPS: tuple[Step, ...] = get_args(Step)
 
 
 class PromptRequest(Record):

@@ -501,6 +501,12 @@ def test_eval_bench_and_calibrate_never_overwrite_an_input_or_a_foreign_file(
     assert invoke(*mos, "-o", tmp_path / "out") == 2
     assert "not an agentiqa trace" in capsys.readouterr().err
     assert (tmp_path / "out" / "trace.jsonl").read_text() == "my notes\n"
+    ok = _mos_set(tmp_path / "ok")
+    for _ in range(2):  # its own report folder, again: replaced (the trace is one of ours)
+        assert invoke("eval-bench", "mos", ok, "-t", "sharpness", "--no-assess", "-q",
+                      "-o", tmp_path / "ok" / "eval") == 0  # fmt: skip
+    head = (tmp_path / "ok" / "eval" / "trace.jsonl").read_text().splitlines()[0]
+    assert '"command":"eval-bench mos"' in head
     clean = tmp_path / "res" / "images"
     save_rgb(clean / "c.png", natural_like(48, 64))
     synth = ["eval-bench", "synth", clean, "--tools", "sharpness", "--no-assess", "-q"]

@@ -63,14 +63,15 @@ def _bench(
     quiet: bool,
     main: Callable[[Bench], Awaitable[T]],
 ) -> T:
-    """Run ``main`` on a Runtime with a progress bar ticking once per result row."""
+    """Run ``main`` on a Runtime with a progress bar ticking once per result row; the trace
+    starts with the run header (the command: ``label`` up to a parenthesis)."""
     from agentiqa_cli.bench.runs import Bench
 
     reporter = ui.Reporter(total, label, quiet)
 
     async def go() -> T:
         async with Runtime(settings) as rt:
-            tracer = TraceWriter(trace)
+            tracer = TraceWriter(trace, header=rt.header(label.split(" (")[0]))
             try:
                 with reporter.running():
                     value = await main(

@@ -28,6 +28,7 @@ from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import display_path
 from agentiqa_cli.io.results import BASE_COLUMNS, lock_path
+from agentiqa_cli.records import STEPS
 
 _SNIFF = 64 * 1024  # our headers are far shorter
 
@@ -65,7 +66,8 @@ def is_results_file(path: Path) -> bool:
 
 
 def is_trace_file(path: Path) -> bool:
-    """An empty file, or JSON lines starting with our ``run`` header."""
+    """An empty file, or JSON lines starting with our ``run`` header (or, as eval-bench
+    wrote them before it had one, with another step of ours)."""
     line = _first_line(path)
     if line is None:
         return False
@@ -77,7 +79,7 @@ def is_trace_file(path: Path) -> bool:
         first = json.loads(line)
     except ValueError:
         return False
-    return isinstance(first, dict) and first.get("step") == "run"
+    return isinstance(first, dict) and first.get("step") in STEPS
 
 
 def is_report_file(path: Path) -> bool:
@@ -185,9 +187,9 @@ def check_out_dir(
         raise ConfigError(f"{shown}: not a folder")
     for name in files:
         if name == "trace.jsonl":
-            check_file(out_dir / name, shown, is_trace_file, "an agentiqa trace", force=None)
+            check_file(out_dir / name, "--out-dir", is_trace_file, "an agentiqa trace", None)
         else:
-            _check_writable(out_dir / name, shown)
+            _check_writable(out_dir / name, "--out-dir")
     images = Path(os.path.realpath(out_dir / "images"))
     if input_dir is not None and Path(os.path.realpath(input_dir)).is_relative_to(images):
         raise ConfigError(
