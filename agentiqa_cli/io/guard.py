@@ -205,7 +205,8 @@ def check_overlay_out(out: Path, inputs: Iterable[Path]) -> None:
     _not_inputs([out], inputs, "--out")
 
 
-GENERATED = re.compile(r"r\d{2,}-\d{2,}\.png")  # evaluate's generated images: r01-01.png
+# evaluate's generated images (``evaluate.draws.GeneratorSource.path``): r01-01.png
+GENERATED = re.compile(r"r\d{2,}-\d{2,}\.png")
 
 
 def check_gen_dir(gen_dir: Path, csv_path: Path, resume: bool, force: bool) -> None:
@@ -216,7 +217,7 @@ def check_gen_dir(gen_dir: Path, csv_path: Path, resume: bool, force: bool) -> N
     shown = f"--gen-dir {display_path(gen_dir)}"
     if gen_dir.exists() and not gen_dir.is_dir():
         raise ConfigError(f"{shown}: not a folder")
-    _check_writable(gen_dir / "r01-01.png", shown)
+    _check_writable(gen_dir / "r01-01.png", "--gen-dir")
     if force or resume or not gen_dir.is_dir():
         return
     there = sorted(p for p in gen_dir.iterdir() if GENERATED.fullmatch(p.name))
