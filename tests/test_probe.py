@@ -211,7 +211,7 @@ def test_a_crop_of_a_pixel_region_cuts_exactly_that_region() -> None:
         )
 
 
-def test_pixel_box_follows_eq9() -> None:
+def test_box_pixels_follow_eq9() -> None:
     b = Box(x1=0.1, y1=0.25, x2=0.3001, y2=0.5)
     assert b.pixels(1000, 200) == (100, 50, 301, 100)
 
