@@ -402,3 +402,31 @@ def test_flat_saturated_design_with_crisp_edges_is_not_low_contrast_or_blurry(ca
     # a loss of contrast pulls its colours towards one grey: that is low contrast
     flat = distort(px, "contrast", 5, np.random.default_rng(0))
     assert _visible(findings(detect_all(_img(flat)), cards), "Contrast")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_linear_motion_blur_is_found_at_any_angle_with_its_length(photo, cards, seed):
+    from agentiqa_cli.tools.detectors import motion_length
+
+    assert motion_length(_img(photo)) == 0.0
+    for level, length in ((2, 9), (4, 23)):  # bench.synth: a line of that length, random angle
+        smeared = distort(photo, "motion_blur", level, np.random.default_rng(seed))
+        img = _img(smeared)
+        assert abs(motion_length(img) - length) <= 1.5, (seed, length, motion_length(img))
+        assert _visible(findings(detect_all(img), cards), "Blurs")
+
+
+def test_pixelation_and_crisp_oblique_edges_are_not_motion_blur(photo, cards):
+    from agentiqa_cli.tools.detectors import motion_length
+
+    blocky = distort(photo, "pixelate", 2, np.random.default_rng(0))
+    assert DETECTORS["sharpness"](_img(blocky)) > 0.7  # its blocks are crisp
+    # crisp bands of uneven widths all running at 15-25° to the rows (a facade of panels):
+    # seen along the rows each edge is a ramp of ~3 px, yet nothing is smeared
+    y, x = np.mgrid[0:360, 0:540].astype(np.float32)
+    edges = np.cumsum(np.random.default_rng(2).uniform(12, 40, 40)) - 200
+    v = y - np.tan(np.radians(20)) * x + 0.0003 * (x - 270) ** 2
+    bands = (np.searchsorted(edges, v) % 2).astype(np.float32)
+    px = np.repeat((0.1 + 0.8 * bands)[..., None], 3, axis=-1)
+    assert motion_length(_img(px)) == 0.0
+    assert not _visible(findings(detect_all(_img(px)), cards), "Blurs")

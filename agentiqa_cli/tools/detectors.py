@@ -297,9 +297,8 @@ def _sharpest_region(image: LoadedImage) -> float:
 # images and their gaussian blurs the deepest point of the ring reads -2 to -8 standard
 # deviations of the ring, box motion blurs of 5-33 px -20 to -42.
 MOTION_Z = -12.0
-PIXELATED = (
-    0.3  # pixelation reading from which the image counts as pixelated (blocks of 2+ px read 0.5+)
-)
+# pixelation reading from which an image counts as pixelated (blocks of 2 px and more read 0.5+)
+PIXELATED = 0.3
 MOTION_RING = (4.0, 64.0)  # lengths searched, px of the detail plane
 CEPSTRUM_SIDE = 512
 
