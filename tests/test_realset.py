@@ -15,6 +15,7 @@ from agentiqa_cli.bench.synth import read_manifest
 from agentiqa_cli.errors import ConfigError
 
 SPEC = Path(__file__).resolve().parent.parent / "scripts" / "realset.yaml"
+FITSET = SPEC.with_name("fitset.yaml")
 
 
 def test_shipped_spec_covers_the_styles_and_sources() -> None:
@@ -25,9 +26,33 @@ def test_shipped_spec_covers_the_styles_and_sources() -> None:
         "plasma-workspace-wallpapers",
         "gnome-backgrounds",
         "sway-backgrounds",
+        "lomiri-wallpapers-16.04",
+        "lxqt-themes",
+        "mate-backgrounds",
     }
-    assert len(spec.distorted()) >= 10  # unfitted real photographs
+    assert len(spec.distorted()) >= 25  # unfitted real photographs
     assert all(i.license and i.author for i in spec.images)
+
+
+def test_fit_set_and_held_out_set_share_no_image() -> None:
+    held, fit = load_spec(SPEC), load_spec(FITSET)
+    where = lambda spec: {(i.package, i.path) for i in spec.images if i.package}  # noqa: E731
+    assert not where(held) & where(fit)
+    assert not {i.name for i in held.images} & {i.name for i in fit.images}
+    assert all(i.fitted for i in fit.images)
+    assert sum(i.kind == "photo" for i in fit.images) >= 15
+    # the second batch is split by the rule stated in realset.yaml: its 36 photos sorted by
+    # (package, file name lower-cased), even positions held out, odd ones fitted on
+    batch = {
+        "lomiri-wallpapers-16.04",
+        "lomiri-wallpapers-20.04",
+        "lxqt-themes",
+        "mate-backgrounds",
+    }
+    both = [i for s in (held, fit) for i in s.images if i.package in batch]
+    ranked = sorted(both, key=lambda i: (i.package, Path(i.path or "").name.lower()))
+    assert len(ranked) == 36
+    assert [i.fitted for i in ranked] == [k % 2 == 1 for k in range(len(ranked))]
 
 
 def _fake_runner(calls: list[list[str]]) -> Runner:
