@@ -55,7 +55,6 @@ DIRECTIONS = [
     ("colorfulness", "desaturate", 1),
     ("saturation_clip", "oversaturate", -1),
     ("posterization", "posterize", -1),
-    ("colorcast", "color_cast", -1),
 ]
 
 
@@ -68,6 +67,16 @@ def test_detector_reading_worsens_with_level(photo, name, kind, sign):
         values.append(DETECTORS[name](_img(distort(photo, kind, level, rng))))
     quality = [sign * v for v in values]
     assert all(a > b for a, b in itertools.pairwise(quality)), (name, kind, values)
+
+
+def test_colour_cast_reading_grows_with_the_cast(photo):
+    # a lower bound of the cast: 0 until the evidence agrees, then rising with the level
+    values = [
+        DETECTORS["colorcast"](_img(distort(photo, "color_cast", lv, np.random.default_rng(0))))
+        for lv in range(1, 6)
+    ]
+    assert all(a <= b for a, b in itertools.pairwise(values)), values
+    assert values[4] > values[2] + 0.1, values
 
 
 def test_colour_cast_reads_higher_than_clean(photo):
@@ -246,7 +255,9 @@ def test_a_strong_cast_of_a_colourful_photo_is_found(cards):
     # a white-balance error of +50% red, -35% blue: every estimate moves the same way
     cast = np.clip(photo * np.array([1.5, 1.0, 0.65], np.float32), 0, 1)
     reading = DETECTORS["colorcast"](_img(cast))
-    assert reading > 0.5
+    from agentiqa_cli.tools.severity import FINDING_FLOOR
+
+    assert reading > FINDING_FLOOR["colorcast"]
     assert _visible(_cast_finding({"colorcast": reading}, cards), "Color distortions")
 
 

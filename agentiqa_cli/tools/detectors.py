@@ -449,6 +449,38 @@ def _box3(a: F32) -> F32:
     return out / np.float32(9.0)
 
 
+def _estimates(g: F32, whole: bool) -> NDArray[np.float64] | None:
+    """``cast_estimates`` of an RGB block (h × w × 3) as a 3 × 2 array; None for a part of
+    the image (``whole`` False) without 64 unclipped, structured pixels to estimate from."""
+    h, w = g.shape[:2]
+    unclipped = (g.max(axis=2) < CLIP_HI) & (g.min(axis=2) > CLIP_LO)
+    if h < 6 or w < 6 or int(unclipped.sum()) < 64:
+        return np.zeros((3, 2)) if whole else None
+    logs = _box3(np.log(np.maximum(g, np.float32(1.0 / 255))))
+    gy, gx = np.gradient(logs, axis=(0, 1))
+    contrast = np.hypot(gx, gy)  # h × w × 3: each channel's local log contrast
+    mean_c = contrast.mean(axis=2)
+    structured = unclipped & (mean_c > 0.02)
+    structured[:2] = structured[-2:] = False
+    structured[:, :2] = structured[:, -2:] = False
+    if int(structured.sum()) < 64:
+        # no surfaces to read the light from (a flat fill, a smooth gradient): no estimate for
+        # a region; for the whole frame, zeros (no cast can be told)
+        return np.zeros((3, 2)) if whole else None
+
+    grad = np.hypot(np.abs(np.diff(g, axis=1))[:-1], np.abs(np.diff(g, axis=0))[:, :-1])
+    ok = unclipped[:-1, :-1] & unclipped[1:, :-1] & unclipped[:-1, 1:]
+    edges = grad[ok].mean(axis=0) if int(ok.sum()) >= 64 else grad.reshape(-1, 3).mean(axis=0)
+    pix = g[unclipped]
+    greyness = contrast.std(axis=2)[structured] / mean_c[structured]
+    k = max(16, int(GREY_PIXEL_SHARE * greyness.size))
+    grey = g[structured][np.argpartition(greyness, k - 1)[:k]].mean(axis=0)
+    luma = _luma(pix)
+    k = max(16, int(HIGHLIGHT_SHARE * luma.size))
+    light = pix[np.argpartition(luma, luma.size - k)[-k:]].mean(axis=0)
+    return np.stack([_log_chroma(edges), _log_chroma(grey), _log_chroma(light)])
+
+
 def cast_estimates(image: LoadedImage) -> list[NDArray[np.float64]]:
     """Three illuminant estimates, each as a log-chroma 2-vector (0 = neutral light), from
     evidence that a scene's own colours bias in different ways:
@@ -464,61 +496,55 @@ def cast_estimates(image: LoadedImage) -> list[NDArray[np.float64]]:
       whites and speculars that show the light's colour.
 
     Clipped pixels (a channel beyond 0.02-0.98) lost their channel ratios and are left
-    out. A black-and-white image reads (0, 0) in each.
+    out. A black-and-white image, and one without 64 structured pixels (local log contrast
+    above 0.02: flat fills and smooth gradients show no surfaces to read the light from),
+    read (0, 0) in each.
     """
-    g = _grid(image)
-    h, w = g.shape[:2]
-    unclipped = (g.max(axis=2) < CLIP_HI) & (g.min(axis=2) > CLIP_LO)
-    if h < 4 or w < 4 or int(unclipped.sum()) < 64:
-        return [np.zeros(2)] * 3
-    grad = np.hypot(np.abs(np.diff(g, axis=1))[:-1], np.abs(np.diff(g, axis=0))[:, :-1])
-    ok = unclipped[:-1, :-1] & unclipped[1:, :-1] & unclipped[:-1, 1:]
-    edges = grad[ok].mean(axis=0) if int(ok.sum()) >= 64 else grad.reshape(-1, 3).mean(axis=0)
+    est = _estimates(_grid(image), whole=True)
+    assert est is not None
+    return list(est)
 
-    logs = _box3(np.log(np.maximum(g, np.float32(1.0 / 255))))
-    gy, gx = np.gradient(logs, axis=(0, 1))
-    contrast = np.hypot(gx, gy)  # h × w × 3: each channel's local log contrast
-    mean_c = contrast.mean(axis=2)
-    structured = unclipped & (mean_c > 0.02)
-    structured[:2] = structured[-2:] = False
-    structured[:, :2] = structured[:, -2:] = False
-    pix = g[unclipped]
-    if int(structured.sum()) >= 64:
-        greyness = contrast.std(axis=2)[structured] / mean_c[structured]
-        k = max(16, int(GREY_PIXEL_SHARE * greyness.size))
-        grey = g[structured][np.argpartition(greyness, k - 1)[:k]].mean(axis=0)
-    else:  # no structure to pick grey pixels by (a flat or smooth image): the grey world
-        grey = pix.mean(axis=0)
 
-    luma = _luma(pix)
-    k = max(16, int(HIGHLIGHT_SHARE * luma.size))
-    light = pix[np.argpartition(luma, luma.size - k)[-k:]].mean(axis=0)
-    return [_log_chroma(edges), _log_chroma(grey), _log_chroma(light)]
+CAST_TILES = 3  # the frame is also read as 3 × 3 regions, which a global cast all shifts alike
 
 
 def colorcast(image: LoadedImage) -> float:
-    """Colour cast: how far grey edges, grey pixels and highlights agree on a light that is
-    not neutral (lower is better; a log-chroma distance, ~0.4 for a channel gain of ±30%).
+    """Colour cast: how far grey edges, grey pixels and highlights, over the whole frame and
+    in each of its 3 × 3 regions, agree on a light that is not neutral (lower is better; a
+    log-chroma distance: channel gains of ±20% move every estimate by ~0.25).
 
-    A white-balance error multiplies each channel by a gain for the whole image, which
-    shifts every illuminant estimate of ``cast_estimates`` by the same vector. A scene's own
-    colours bias them differently: a sunset or a green meadow moves the pixel-based
-    estimates, but the edges between its surfaces stay balanced; a colour-graded photo
-    tints its shadows and highlights in different directions. The reading is the smallest
-    projection of the three estimates onto their mean direction (0 when any of them
-    disagrees): a cast is called only when all the evidence points the same way. An image
-    whose colours all lie close to the estimated light (``hue_spread`` below ``HUE_SPREAD``:
-    a toned black-and-white photo, a single-hue design) reads 0: its palette and a cast
-    look the same. Neutral photos read 0-0.1; a scene dominated by one colour (moss filling
-    the frame, a blue hour, autumn leaves) can still read 0.3-0.5. After Gasparini &
-    Schettini (2004): a cast is a shift of the neutral tones.
+    A white-balance error multiplies each channel by one gain over the whole image, which
+    shifts every illuminant estimate of ``cast_estimates``, and the same estimates made in
+    any region of the frame, by the same vector. A scene's own colours bias them
+    differently: a sunset or a green meadow moves the pixel-based estimates, but the edges
+    between its surfaces stay balanced; autumn leaves in front of a green background, or a
+    colour grade that tints shadows and highlights apart, move the regions differently. The
+    reading is the second smallest projection of all these estimates (regions with too
+    little unclipped structure skipped) onto the whole frame's mean direction: a cast is
+    called only as far as all the evidence but one outlier points the same way. An image whose colours all lie
+    close to the estimated light (``hue_spread`` below ``HUE_SPREAD``: a toned
+    black-and-white photo, a single-hue design) reads 0: its palette and a cast look the
+    same. After Gasparini & Schettini (2004): a cast is a shift of the neutral tones.
     """
-    est = np.stack(cast_estimates(image))
+    g = _grid(image)
+    est = _estimates(g, whole=True)
+    assert est is not None
     mean = est.mean(axis=0)
     n = float(np.hypot(*mean))
     if n < 1e-9 or hue_spread(image, mean) < HUE_SPREAD:
         return 0.0
-    return max(0.0, float((est @ (mean / n)).min()))
+    h, w = g.shape[:2]
+    parts = [est]
+    for i in range(CAST_TILES):
+        for j in range(CAST_TILES):
+            tile = g[i * h // CAST_TILES : (i + 1) * h // CAST_TILES,
+                     j * w // CAST_TILES : (j + 1) * w // CAST_TILES]  # fmt: skip
+            e = _estimates(np.ascontiguousarray(tile), whole=False)
+            if e is not None:
+                parts.append(e)
+    proj = np.sort(np.concatenate(parts) @ (mean / n))
+    # the second smallest: one estimate may read a coloured lamp or a single coloured region
+    return max(0.0, float(proj[min(1, proj.size - 1)]))
 
 
 def hue_spread(image: LoadedImage, light: NDArray[np.float64]) -> float:
