@@ -244,32 +244,17 @@ def test_clipped_chroma_is_found(cards):
     assert _visible(findings(detect_all(_img(over)), cards), "Color distortions")
 
 
-def _cast_finding(readings, cards):
-    return [f for f in findings(readings, cards) if "colour cast" in f.reason]
-
-
-def test_a_strong_cast_of_a_colourful_photo_is_found(cards):
+def test_a_strong_cast_of_a_colourful_photo_reads_high_but_makes_no_finding(cards):
     photo = _photo("astronaut")
     assert DETECTORS["colorcast"](_img(photo)) < 0.05
-    assert not _visible(_cast_finding(detect_all(_img(photo)), cards), "Color distortions")
-    # a white-balance error of +50% red, -35% blue: every estimate moves the same way
+    # a white-balance error of +50% red, -35% blue: every estimate, in every region, moves
+    # the same way
     cast = np.clip(photo * np.array([1.5, 1.0, 0.65], np.float32), 0, 1)
-    reading = DETECTORS["colorcast"](_img(cast))
-    from agentiqa_cli.tools.severity import FINDING_FLOOR
-
-    assert reading > FINDING_FLOOR["colorcast"]
-    assert _visible(_cast_finding({"colorcast": reading}, cards), "Color distortions")
-
-
-def test_a_cast_below_the_finding_floor_scores_but_makes_no_finding(cards):
-    from agentiqa_cli.tools.severity import FINDING_FLOOR
-
-    floor = FINDING_FLOOR["colorcast"]
-    below, above = floor - 0.05, floor + 0.1
-    card = cards.get("colorcast")
-    assert card.normalize(below) < 3.8  # the card's curve alone would call it moderate
-    assert not _visible(_cast_finding({"colorcast": below}, cards), "Color distortions")
-    assert _visible(_cast_finding({"colorcast": above}, cards), "Color distortions")
+    assert DETECTORS["colorcast"](_img(cast)) > 0.3
+    # the reading scores as a tool but makes no finding: a frame filled by one coloured
+    # subject reads as high (tools/severity.py)
+    assert findings({"colorcast": 2.0}, cards) == []
+    assert cards.get("colorcast").normalize(2.0) < 3.5
 
 
 def test_toned_monochrome_and_a_sunset_are_not_casts(cards):
@@ -279,7 +264,7 @@ def test_toned_monochrome_and_a_sunset_are_not_casts(cards):
     toned = np.clip(grey * np.array([1.3, 1.0, 0.6], np.float32), 0, 1)
     assert DETECTORS["colorcast"](_img(toned)) == 0.0
     # a sunset: a sky from violet to orange over a dark silhouette; its warmth is the light's
-    # and the scene's, and the estimates disagree on how much
+    # and the scene's, and the estimates (regions of sky and of hills) disagree on how much
     h, w = 240, 320
     t = np.linspace(0, 1, h, dtype=np.float32)[:, None, None]
     top, horizon = np.array([0.25, 0.2, 0.45], np.float32), np.array([1.0, 0.55, 0.15], np.float32)
@@ -287,6 +272,7 @@ def test_toned_monochrome_and_a_sunset_are_not_casts(cards):
     hills = np.arange(h)[:, None] > 170 + 20 * np.sin(np.arange(w)[None, :] / 30)
     px[hills] = (0.06, 0.04, 0.05)
     px = np.clip(px + np.random.default_rng(0).normal(0, 0.01, px.shape), 0, 1)
+    assert DETECTORS["colorcast"](_img(px)) < 0.25  # below the level-3 cast's shift
     assert not _visible(findings(detect_all(_img(px)), cards), "Color distortions")
 
 
