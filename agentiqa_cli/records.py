@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 # Quality levels, worst first: the level's index + 1 is its score on the 1–5 scale.
 Level = Literal["bad", "poor", "fair", "good", "excellent"]
@@ -80,6 +80,70 @@ class Decode:
 
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# a fraction of an image side; generated on a 1% grid when a model writes it
+Unit = Annotated[float, Field(ge=0.0, le=1.0), Decode(grid=0.01)]
+
+# A coordinate this close to a pixel edge is on it: ``Box.of_pixels`` divides, and the
+# product back (29/100·100 = 28.999…) must not move the edge by a pixel.
+_EDGE_SLIP = 1e-6
+
+
+class Box(BaseModel):
+    """A region as fractions of the image's width and height: (x1, y1) top-left, (x2, y2)
+    bottom-right, x to the right, y downwards, in [0, 1], with x1 < x2 and y1 < y2.
+    The one box of the project: probe crops, located objects, imperfection regions and the
+    crop/fill operations."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    x1: Unit
+    y1: Unit
+    x2: Unit
+    y2: Unit
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Box:
+        if not (self.x1 < self.x2 and self.y1 < self.y2):
+            raise ValueError("a box needs x1 < x2 and y1 < y2")
+        return self
+
+    @classmethod
+    def of_pixels(cls, left: int, top: int, right: int, bottom: int, w: int, h: int) -> Box:
+        """The box whose ``pixels(w, h)`` is exactly this rectangle (right/bottom exclusive)."""
+        return cls(x1=left / w, y1=top / h, x2=right / w, y2=bottom / h)
+
+    def pixels(self, width: int, height: int) -> tuple[int, int, int, int]:
+        """(left, top, right, bottom), right/bottom exclusive, never empty: every pixel the
+        box touches (seed 001 Eq. 9: columns ⌊x1·W⌋..⌈x2·W⌉, rows ⌊y1·H⌋..⌈y2·H⌉)."""
+        left = min(width - 1, math.floor(self.x1 * width + _EDGE_SLIP))
+        top = min(height - 1, math.floor(self.y1 * height + _EDGE_SLIP))
+        right = max(left + 1, min(width, math.ceil(self.x2 * width - _EDGE_SLIP)))
+        bottom = max(top + 1, min(height, math.ceil(self.y2 * height - _EDGE_SLIP)))
+        return left, top, right, bottom
+
+    @property
+    def area(self) -> float:
+        return (self.x2 - self.x1) * (self.y2 - self.y1)
+
+    def intersection(self, other: Box) -> float:
+        w = min(self.x2, other.x2) - max(self.x1, other.x1)
+        h = min(self.y2, other.y2) - max(self.y1, other.y1)
+        return max(0.0, w) * max(0.0, h)
+
+    def iou(self, other: Box) -> float:
+        inter = self.intersection(other)
+        union = self.area + other.area - inter
+        return inter / union if union > 0 else 0.0
+
+    def as_list(self, digits: int = 4) -> list[float]:
+        """[x1, y1, x2, y2] rounded, for JSON (trace) and notes."""
+        return [round(v, digits) for v in (self.x1, self.y1, self.x2, self.y2)]
+
+    def cell(self) -> str:
+        """``x1,y1,x2,y2`` with 3 decimals, for a CSV cell or an operation token."""
+        return ",".join(f"{v:.3f}" for v in (self.x1, self.y1, self.x2, self.y2))
 
 
 class PlanSwitches(Record):
@@ -205,6 +269,7 @@ Step = Literal[
     "run", "plan", "detect", "analyze", "select", "tool", "summarize", "final", "error",
     "probe", "crop", "eval_plan", "eval_round", "imperfect", "experience",
 ]  # fmt: skip
+STEPS: tuple[Step, ...] = get_args(Step)
 
 
 class PromptRequest(Record):

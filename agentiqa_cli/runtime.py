@@ -325,7 +325,7 @@ class Runtime:
         trace_path = trace_path_for(out, trace)
         Outputs(out, trace_path, force).check()
         columns = columns_for(tool_columns) + list(extra_columns or [])
-        writer = ResultsWriter(out, columns, resume=resume, extra=extra)
+        writer = ResultsWriter(out, columns, resume, extra, optional=extra_columns or [])
         tracer = TraceWriter(trace_path, append=resume, header=self.header(command))
         completed = False
         try:

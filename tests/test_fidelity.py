@@ -110,3 +110,27 @@ def test_an_object_not_found_keeps_the_whole_image_reading_only(tmp_path: Path) 
     assert result.status == "ok" and all(t.scope is None for t in result.tools)
     events = [json.loads(x) for x in trace.read_text().splitlines()]
     assert any("the face: not found" in (e.get("note") or "") for e in events)
+
+
+def test_a_tool_chosen_for_two_categories_reads_as_the_first_on_the_image_and_the_object(
+    tmp_path: Path,
+) -> None:
+    """One rule for the whole-image and the per-object reading of a tool chosen for several
+    distortions: the first in the findings' order (not the select reply's order)."""
+    from scipy.ndimage import gaussian_filter
+
+    cells = np.random.default_rng(3).random((20, 32, 3)).astype(np.float32)
+    img = gaussian_filter(np.kron(cells, np.ones((8, 8, 1), np.float32)), sigma=(4, 4, 0))
+    job = Job(image=save_rgb(tmp_path / "soft.png", img), root=tmp_path)
+    pair = Pair(job, *Decoder(10**8).decode(job), key="k")
+    script = _object_script({"found": True, "box": {"x1": 0.5, "y1": 0.0, "x2": 1.0, "y2": 1.0}})
+    script["examine"] = {"distortion_analysis": {"the face": [
+        {"type": "Blurs", "severity": "moderate", "explanation": "soft"},
+        {"type": "Sharpness", "severity": "moderate", "explanation": "no crisp edge"}]}}  # fmt: skip
+    script["select"] = {"selected_tools": {"the face": {"Sharpness": "sharpness", "Blurs": "sharpness"}}}  # fmt: skip
+    vlm = ScriptedVLM(script)
+    (result,) = run_agent(Settings(concurrency=1), vlm, [pair], tmp_path / "t.jsonl", "Is the face in focus?")  # fmt: skip
+    # sharpness, the worst reading of both categories on this soft image, serves both
+    assert {t.tool for t in result.tools if t.distortion} == {"sharpness"}, result.tools
+    readings = {t.scope: t.distortion for t in result.tools if t.tool == "sharpness"}
+    assert readings == {None: "Blurs", "the face": "Blurs"}

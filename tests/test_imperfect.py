@@ -10,7 +10,8 @@ from agentiqa_cli.bench.synth import bundled_photos
 from agentiqa_cli.imperfect import checks
 from agentiqa_cli.imperfect.corrupt import anchor_box, corrupt
 from agentiqa_cli.imperfect.fixes import apply
-from agentiqa_cli.imperfect.records import Box, Fill, FixReply, Rotate
+from agentiqa_cli.imperfect.records import Crop, Fill, FixReply, Rotate, describe
+from agentiqa_cli.records import Box
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +61,23 @@ def test_fixes_undo_geometry_exactly(photos: list[np.ndarray]) -> None:
     for kind in ("rotation", "flip", "expand"):
         bad, oracle, _ = corrupt(kind, x, photos[1:], np.random.default_rng(1))
         assert np.array_equal(apply(bad, oracle), x), kind
+
+
+def test_a_region_found_in_pixels_is_cut_back_to_exactly_those_pixels() -> None:
+    """The one ``records.Box``: a region a check measured in pixels (even one pixel, 1% of
+    a 100 px side) is a valid box, and the crop/fill operation touches exactly it."""
+    for w, h in ((100, 100), (333, 241), (1000, 7)):
+        for left in range(0, w - 1, 7):
+            box = Box.of_pixels(left, 0, left + 1, h, w, h)
+            assert box.pixels(w, h) == (left, 0, left + 1, h), (w, left)
+    x = np.zeros((100, 100, 3), np.float32)
+    filled = apply(x, [Fill(bbox=Box.of_pixels(29, 2, 30, 98, 100, 100))])
+    assert np.argwhere(filled[50, :, 0] == 1.0).ravel().tolist() == [29]
+    # a model's box covers every pixel it touches (seed 001 Eq. 9), on any image size
+    assert Box(x1=0.5, y1=0.0, x2=0.75, y2=1.0).pixels(333, 10) == (166, 0, 250, 10)
+    assert (
+        describe(Crop(bbox=Box(x1=0.0, y1=0.1, x2=0.5, y2=1.0))) == "crop:0.000,0.100,0.500,1.000"
+    )
 
 
 def test_bounded_operations_refuse_bad_values() -> None:

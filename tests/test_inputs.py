@@ -7,9 +7,9 @@ import pytest
 from agentiqa_cli.agent import inputs as I
 from agentiqa_cli.agent.prompts import load_prompts
 from agentiqa_cli.agent.rules import RulesVLM
-from agentiqa_cli.imperfect.records import Box, Fill, Imperfection
+from agentiqa_cli.imperfect.records import Fill, Imperfection
 from agentiqa_cli.imperfect.roles import FixInput, LocateInput
-from agentiqa_cli.records import Finding, Plan, PlanSwitches, ToolScore
+from agentiqa_cli.records import Box, Finding, Plan, PlanSwitches, ToolScore
 from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
 from agentiqa_cli.tools.cards import load_cards
 from agentiqa_cli.vlm.base import RoleInput

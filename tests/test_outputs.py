@@ -68,6 +68,38 @@ def test_resume_with_other_columns_refused(tmp_path: Path) -> None:
         ResultsWriter(out, columns_for(["ssim"]), resume=True)
 
 
+FIX = ["imperfections", "operations", "refused", "score_before"]  # assess's newer columns
+
+
+def test_resume_upgrades_an_older_csv_that_lacks_the_commands_new_columns(
+    tmp_path: Path,
+) -> None:
+    """An assess CSV written before the fix columns existed: --resume rewrites it with this
+    version's header (old rows' new cells empty), keeps its rows done, and goes on."""
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, BASE_COLUMNS) as w:  # what the older version wrote
+        w.write(_result(1))
+        w.write(_result(2))
+    with open(out, "ab") as f:
+        f.write(b"img3.png,,ok,,2.0,po")  # a cut last record: dropped, as always
+    old = pd.read_csv(out, keep_default_na=False, dtype=str)
+    w2 = ResultsWriter(out, BASE_COLUMNS + FIX, resume=True, extra=lambda r: {"refused": "x"},
+                       optional=FIX)  # fmt: skip
+    assert {k for _, k in w2.done} == {"k1", "k2"}
+    w2.write(_result(3))
+    w2.close()
+    df = pd.read_csv(out, keep_default_na=False, dtype=str)
+    assert list(df.columns) == BASE_COLUMNS + FIX and df["key"].tolist() == ["k1", "k2", "k3"]
+    assert df["refused"].tolist() == ["", "", "x"]
+    assert df.loc[:1, BASE_COLUMNS].equals(old.loc[:1, BASE_COLUMNS])
+    assert not list(tmp_path.glob(".*upgrade"))  # the temporary file is gone
+    # only the command's own columns may be missing, and only in this run's order
+    for header in (columns_for(["psnr"]), [*BASE_COLUMNS[1:], "image"]):
+        ResultsWriter(out, header).close()
+        with pytest.raises(ConfigError, match="columns differ"):
+            ResultsWriter(out, [*columns_for(["psnr", "ssim"]), *FIX], resume=True, optional=FIX)
+
+
 def test_trace_lines_are_json(tmp_path: Path) -> None:
     p = tmp_path / "t.jsonl"
     t = TraceWriter(p)

@@ -19,7 +19,7 @@ from PIL import Image, ImageDraw
 from scipy import ndimage
 from skimage import data
 
-from agentiqa_cli.agent.crops import CropBook, parse_box, pixel_box, should_zoom
+from agentiqa_cli.agent.crops import CropBook, parse_box, should_zoom
 from agentiqa_cli.agent.probe import (
     ARTEFACT_TYPES,
     ProbeAsker,
@@ -29,7 +29,6 @@ from agentiqa_cli.agent.probe import (
     probe_vlm,
 )
 from agentiqa_cli.agent.probe_records import (
-    Box,
     CropVerdict,
     ProbeFinalReply,
     ProbeOutcome,
@@ -41,7 +40,7 @@ from agentiqa_cli.agent.prompts import REPLY_MODELS, load_prompts
 from agentiqa_cli.agent.schemas import schema_problems
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.load import LoadedImage, load_image
-from agentiqa_cli.records import SEVERITIES
+from agentiqa_cli.records import SEVERITIES, Box
 from agentiqa_cli.resources import default_prompts_dir
 from agentiqa_cli.tools.detectors import detect
 from tests.conftest import natural_like, save_rgb
@@ -195,9 +194,26 @@ def test_iou_dedup_against_earlier_turns(small: LoadedImage) -> None:
     assert any("repeats crop1 (IoU" in n for n in notes)
 
 
-def test_pixel_box_follows_eq9() -> None:
+def test_a_crop_of_a_pixel_region_cuts_exactly_that_region() -> None:
+    """The rules version asks for crops of pixel regions: the crop is that region, not one
+    pixel wider where x/W·W lands just below an integer (29/100·100 = 28.999…)."""
+    for w, h in ((100, 100), (333, 241), (1920, 1080)):
+        book = CropBook(np.zeros((h, w, 3), np.float32))
+        for left in range(0, w - 40, 13):
+            rect = (left, left % 7, left + 33, left % 7 + 40)
+            box = Box.of_pixels(*rect, w, h)
+            assert box.pixels(w, h) == rect, (w, left)
+        crop, _ = book.add_box(Box.of_pixels(29, 13, 62, 53, w, h), turn=1)
+        assert (
+            crop is not None
+            and crop.pixels == (29, 13, 62, 53)
+            and crop.native.shape == (40, 33, 3)
+        )
+
+
+def test_box_pixels_follow_eq9() -> None:
     b = Box(x1=0.1, y1=0.25, x2=0.3001, y2=0.5)
-    assert pixel_box(b, 1000, 200) == (100, 50, 301, 100)
+    assert b.pixels(1000, 200) == (100, 50, 301, 100)
 
 
 @pytest.mark.parametrize(

@@ -103,10 +103,13 @@ def test_report_finds_each_issue_and_escapes_names(folder: Path, tmp_path: Path)
 
 
 def test_report_table_on_stdout(folder: Path, tmp_path: Path) -> None:
-    code, out = invoke("report", folder / "results.csv", "--html", tmp_path / "r.html", "-q")
+    code, out = invoke("report", folder / "results.csv", "--html", tmp_path / "r.html")
     assert code == 3
     for name in ("dark", "near_duplicates", "exact_duplicates", "distortion:noise", "failed"):
         assert name in out
+    # -q: nothing on stdout; the unreadable images are in the page and the exit code
+    code, out = invoke("report", folder / "results.csv", "--html", tmp_path / "q.html", "-q")
+    assert code == 3 and out == ""
     assert (tmp_path / "r.html").stat().st_size > 10_000
 
 
@@ -197,7 +200,7 @@ def test_formula_and_control_character_names(
     names = ["=cmd.png", "esc\x1b[31m.png", "esc\x1b[31m-copy.png"]
     assert invoke("score", *names, "--tools", "sharpness", "--out", "s.csv", "-q")[0] == 0
     assert "\n'=cmd.png," in Path("s.csv").read_text()  # the writer's formula guard
-    code, text = invoke("report", "s.csv", "-q", "--html", "r.html")
+    code, text = invoke("report", "s.csv", "--html", "r.html")
     assert code == 0, text
     assert "\x1b" not in text and "\\x1b[31m" in text
     rep = build_report(Path("s.csv"))

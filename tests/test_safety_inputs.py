@@ -87,6 +87,30 @@ def test_fifo_and_dev_zero_get_error_rows_not_a_hang(tmp_path: Path) -> None:
             assert "not a regular file" in by[bad]["error"]
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_ref_or_report_csv_that_is_not_a_file_says_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentiqa_cli.errors import ConfigError
+    from agentiqa_cli.imaging import discover as disc
+    from tests.test_cli_score import invoke
+
+    save_rgb(tmp_path / "a.png", natural_like(48, 48))
+    os.mkfifo(tmp_path / "fifo.png")
+    (tmp_path / "zero.png").symlink_to("/dev/zero")
+    (tmp_path / "gone.png").symlink_to(tmp_path / "nothing.png")
+    found = disc.discover([str(tmp_path / "a.png")])
+    for ref, why in (("fifo.png", "not a regular file (FIFO, device or socket)"),
+                     ("zero.png", "not a regular file (FIFO, device or socket)"),
+                     ("gone.png", "a symbolic link to nothing"),
+                     ("nothing.png", "no such file or folder")):  # fmt: skip
+        with pytest.raises(ConfigError) as e:
+            disc.pair(found, str(tmp_path / ref))
+        assert str(e.value).endswith(f"{ref}: {why}")
+    code, _ = invoke("report", tmp_path / "fifo.png", "--html", tmp_path / "r.html")
+    assert code == 2 and "fifo.png: not a regular file" in capsys.readouterr().err
+
+
 def test_huge_file_is_refused_by_size_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "big.png"
     with open(big, "wb") as f:
@@ -134,6 +158,44 @@ def test_unreadable_subfolder_gets_an_error_row(
     assert by["a.png"].error == ""
     assert "cannot list folder" in by["locked"].error
     assert "ermission denied" in by["locked"].error
+
+
+@pytest.mark.parametrize(
+    ("pattern", "recursive"),
+    [("d/**/*.png", True), ("d/*/*.png", False), ("d/**", True), ("d/*", False)],
+)
+def test_a_folder_a_pattern_cannot_search_gets_an_error_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: str, recursive: bool
+) -> None:
+    """glob skips a folder it cannot list without a word: it is one input with an error
+    row, as below a folder given with -R, not images silently missing."""
+    from agentiqa_cli.imaging import discover as disc
+
+    d = tmp_path / "d"
+    save_rgb(d / "a.png", natural_like(48, 48))
+    save_rgb(d / "locked" / "b.png", natural_like(48, 48))
+    save_rgb(d / "ok" / "c.png", natural_like(48, 48))
+    save_rgb(d / ".hidden" / "e.png", natural_like(48, 48))  # glob's `*` never looks there
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if Path(str(path)).name in ("locked", ".hidden"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.chdir(tmp_path)
+    jobs = disc.pair(disc.discover([pattern], recursive=recursive), None)
+    by = {j.image.as_posix(): j.error for j in jobs}
+    assert "d/ok/c.png" in by and by["d/ok/c.png"] == ""
+    assert by["d/locked"].startswith("d/locked: cannot list folder: Permission denied")
+    if pattern.endswith(".png"):  # (`d/**` matches d/ itself: walked whole, as with -R)
+        assert not any("hidden" in name for name in by)
+    # a pattern whose only folder cannot be searched is that folder's error, not "no match"
+    jobs = disc.pair(disc.discover(["d/locked/*.png"], recursive=recursive), None)
+    assert [(j.image.as_posix(), "cannot list folder" in j.error) for j in jobs] == [
+        ("d/locked", True)
+    ]
 
 
 # -- 3: non-finite log-probabilities are missing, not confident ------------------------------

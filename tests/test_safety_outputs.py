@@ -7,6 +7,7 @@ import ast
 import csv
 import errno
 import io
+import json
 import os
 import shutil
 import sys
@@ -473,3 +474,96 @@ def test_report_command_never_writes_over_its_csv_or_an_image(tmp_path: Path, pi
     assert all(p.read_bytes() == b for p, b in keep.items())
     for _ in range(2):  # its own page is replaced freely
         assert invoke("report", out, "-q") == 0
+
+
+# -- the other commands' outputs: eval-bench --out-dir, calibrate --out, evaluate --gen-dir ----
+def _mos_set(folder: Path, csv_name: str = "data.csv") -> Path:
+    for i in range(3):
+        save_rgb(folder / f"m{i}.png", natural_like(48, 64, seed=i))
+    data = folder / csv_name
+    data.write_text("image,mos\n" + "".join(f"m{i}.png,{i + 2}\n" for i in range(3)))
+    return data
+
+
+def test_eval_bench_and_calibrate_never_overwrite_an_input_or_a_foreign_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _mos_set(tmp_path / "set", "predictions.csv")  # the name of a report file
+    before = data.read_text()
+    mos = ["eval-bench", "mos", data, "--tools", "sharpness", "--no-assess", "-q"]
+    assert invoke(*mos, "-o", tmp_path / "set") == 2  # would write predictions.csv over it
+    assert "is an input and an output" in capsys.readouterr().err and data.read_text() == before
+    (tmp_path / "file").write_text("x")
+    assert invoke(*mos, "-o", tmp_path / "file") == 2
+    assert "not a folder" in capsys.readouterr().err
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "trace.jsonl").write_text("my notes\n")
+    assert invoke(*mos, "-o", tmp_path / "out") == 2
+    assert "not an agentiqa trace" in capsys.readouterr().err
+    assert (tmp_path / "out" / "trace.jsonl").read_text() == "my notes\n"
+    ok = _mos_set(tmp_path / "ok")
+    for _ in range(2):  # its own report folder, again: replaced (the trace is one of ours)
+        assert invoke("eval-bench", "mos", ok, "-t", "sharpness", "--no-assess", "-q",
+                      "-o", tmp_path / "ok" / "eval") == 0  # fmt: skip
+    head = (tmp_path / "ok" / "eval" / "trace.jsonl").read_text().splitlines()[0]
+    assert '"command":"eval-bench mos"' in head
+    clean = tmp_path / "res" / "images"
+    save_rgb(clean / "c.png", natural_like(48, 64))
+    synth = ["eval-bench", "synth", clean, "--tools", "sharpness", "--no-assess", "-q"]
+    assert invoke(*synth, "-o", tmp_path / "res") == 2  # distorted images among the clean
+    assert "images/ folder" in capsys.readouterr().err
+    calibrate = ["calibrate", data, "--tools", "sharpness", "-q"]
+    assert invoke(*calibrate, "-o", data) == 2 and data.read_text() == before
+    config = tmp_path / "agentiqa.yaml"
+    config.write_text("vlm: rules\n")
+    assert invoke(*calibrate, "-o", config) == 2
+    assert "not a calibration overlay" in capsys.readouterr().err
+    assert config.read_text() == "vlm: rules\n"
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo.yaml")
+        assert invoke(*calibrate, "-o", tmp_path / "fifo.yaml") == 2
+        assert "not a regular file" in capsys.readouterr().err
+
+
+def test_evaluate_gen_dir_replaces_only_its_own_images(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentiqa_cli.io.guard import check_gen_dir
+    from agentiqa_cli.io.results import BASE_COLUMNS
+
+    gen = ["evaluate", "--generator", "true {out}", "--max-rounds", "1", "-q"]
+    (tmp_path / "file").write_text("x")
+    assert invoke(*gen, "-o", tmp_path / "e.csv", "--gen-dir", tmp_path / "file") == 2
+    assert "--gen-dir" in capsys.readouterr().err and (tmp_path / "file").read_text() == "x"
+    mine = tmp_path / "photos"
+    save_rgb(mine / "r01-01.png", natural_like(48, 64))  # someone's photo, by chance so named
+    assert invoke(*gen, "-o", tmp_path / "e.csv", "--gen-dir", mine) == 2
+    assert "refusing to overwrite images of another run" in capsys.readouterr().err
+    assert (mine / "r01-01.png").stat().st_size > 0
+    check_gen_dir(mine, tmp_path / "e.csv", resume=False, force=True)  # --force: replace
+    # an earlier run's images, named by the results CSV this run replaces, are ours
+    csv_path = tmp_path / "e.csv"
+    with open(csv_path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(BASE_COLUMNS)
+        w.writerow([str(mine / "r01-01.png"), *[""] * (len(BASE_COLUMNS) - 1)])
+    check_gen_dir(mine, csv_path, resume=False, force=False)
+    save_rgb(mine / "r01-02.png", natural_like(48, 64))
+    with pytest.raises(ConfigError, match=r"r01-02\.png"):
+        check_gen_dir(mine, csv_path, resume=False, force=False)
+
+
+def test_assess_resumes_a_csv_from_before_the_fix_columns(tmp_path: Path, pics: Path) -> None:
+    from tests.test_cli_score import invoke as run
+
+    out = tmp_path / "a.csv"
+    assert invoke("assess", pics, "-o", out, "-q") == 0
+    df = pd.read_csv(out, keep_default_na=False, dtype=str)
+    fix = ["imperfections", "operations", "refused", "score_before"]
+    assert list(df.columns[-4:]) == fix
+    df.drop(columns=fix).iloc[:1].to_csv(out, index=False)  # the older version's file, cut
+    code, stdout = run("assess", pics, "-o", out, "-q", "--resume", "--json")
+    assert code == 0 and json.loads(stdout)["summary"]["skipped"] == 1
+    again = pd.read_csv(out, keep_default_na=False, dtype=str)
+    assert list(again.columns) == list(df.columns) and len(again) == 2
+    assert again.loc[0, "key"] == df.loc[0, "key"] and again.loc[0, "refused"] == ""

@@ -42,9 +42,9 @@ def _line_with(text: str, needle: str) -> str:
 def test_piped_tables_keep_file_and_tool_names_on_one_line(
     runner: CliRunner, long_named: Path, tmp_path: Path
 ) -> None:
-    r = runner.invoke(app, ["score", str(long_named), "-o", str(tmp_path / "s.csv"), "-q"])
+    r = runner.invoke(app, ["score", str(long_named), "-o", str(tmp_path / "s.csv")])
     assert r.exit_code == 0, r.output
-    row = _line_with(r.output, LONG)
+    row = _line_with(r.stdout, LONG)
     for name in DEFAULT_NR:
         assert f" {name} " in row  # "sharpness 2.6 noise 5.0 ..." all on the image's line
     r = runner.invoke(app, ["tools", "list"])
@@ -57,10 +57,10 @@ def test_columns_still_bounds_the_table_when_set(
     runner: CliRunner, long_named: Path, tmp_path: Path
 ) -> None:
     r = runner.invoke(
-        app, ["score", str(long_named), "-o", str(tmp_path / "s.csv"), "-q"], env={"COLUMNS": "70"}
+        app, ["score", str(long_named), "-o", str(tmp_path / "s.csv")], env={"COLUMNS": "70"}
     )
     assert r.exit_code == 0, r.output
-    table = [line for line in r.output.splitlines() if line[:1] in "┏┃┡│└"]
+    table = [line for line in r.stdout.splitlines() if line[:1] in "┏┃┡│└"]
     assert table and max(len(line) for line in table) <= 70
 
 
@@ -69,13 +69,13 @@ def test_assess_with_a_query_shows_the_answer(
 ) -> None:
     out = tmp_path / "a.csv"
     query = "Is the image noisy?"
-    r = runner.invoke(app, ["assess", str(long_named), "--query", query, "-o", str(out), "-q"])
+    r = runner.invoke(app, ["assess", str(long_named), "--query", query, "-o", str(out)])
     assert r.exit_code in (0, 3), r.output
     answer = str(pd.read_csv(out)["answer"][0])
     assert answer and answer != "nan"
-    header = _line_with(r.output, "answer")
+    header = _line_with(r.stdout, "answer")
     assert header.index("level") < header.index("answer")
-    assert answer in _line_with(r.output, LONG)
+    assert answer in _line_with(r.stdout, LONG)
 
 
 def test_completion_can_be_shown_and_installed(
@@ -145,3 +145,25 @@ def test_no_downloads_turns_hub_fetches_into_immediate_errors(
             hub.hf_hub_download("nobody/nothing", "weights.bin", cache_dir=tmp_path)
         assert time.monotonic() - t0 < 5  # no retries with back-off
     assert constants.HF_HUB_OFFLINE is False
+
+
+def test_quiet_prints_only_errors_and_the_json_asked_for(
+    runner: CliRunner, long_named: Path, tmp_path: Path
+) -> None:
+    """-q: no table, summary line, progress, note or warning; a failed gate is an error and
+    is still said; --json is asked for and still printed."""
+    out = str(tmp_path / "s.csv")
+    for cmd in (["score", str(long_named)], ["assess", str(long_named)]):
+        r = runner.invoke(app, [*cmd, "-o", out, "-q", "--force"])
+        assert r.exit_code == 0 and r.stdout == "" and r.stderr == "", (cmd, r.output)
+    r = runner.invoke(app, ["score", str(long_named), "-o", out, "-q", "--fail-under", "4.99"])
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.startswith("error: quality gate") and "warning" not in r.stderr
+    r = runner.invoke(app, ["score", str(long_named), "-o", out, "-q", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["results"][0]["status"] == "ok"
+    assert r.stderr == ""
+    r = runner.invoke(app, ["tools", "check", "sharpness", "-q"])
+    assert r.exit_code == 0 and r.output == "", r.output
+    # and without -q, the table and the rules backend's note are there
+    r = runner.invoke(app, ["assess", str(long_named), "-o", out, "--force"])
+    assert LONG in r.stdout and "rules backend" in r.stderr

@@ -19,7 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from agentiqa_cli.agent.probe_records import MAX_BOXES, Box, CropRecord
+from agentiqa_cli.agent.probe_records import MAX_BOXES, CropRecord
+from agentiqa_cli.records import Box
 from agentiqa_cli.vlm.base import ImagePart
 from agentiqa_cli.vlm.images import fit_pixels
 
@@ -71,20 +72,6 @@ def parse_box(raw: Sequence[float]) -> tuple[Box | None, str | None]:
         return None, f"{shown} rejected: y1 ≥ y2 (empty box)"
     note = f"{shown} clamped to [0, 1]" if clamped != vals else None
     return Box(x1=x1, y1=y1, x2=x2, y2=y2), note
-
-
-def pixel_box(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
-    """(x0, y0, x1, y1) of Eq. 9: cols ⌊x1·W⌋..⌈x2·W⌉, rows ⌊y1·H⌋..⌈y2·H⌉ (end exclusive)."""
-    x0 = min(width - 1, math.floor(box.x1 * width))
-    y0 = min(height - 1, math.floor(box.y1 * height))
-    x1 = max(x0 + 1, min(width, math.ceil(box.x2 * width)))
-    y1 = max(y0 + 1, min(height, math.ceil(box.y2 * height)))
-    return x0, y0, x1, y1
-
-
-def box_of_pixels(x0: int, y0: int, x1: int, y1: int, width: int, height: int) -> Box:
-    """The normalized box whose ``pixel_box`` is exactly this pixel rectangle."""
-    return Box(x1=x0 / width, y1=y0 / height, x2=x1 / width, y2=y1 / height)
 
 
 def cut(pixels: F32, px: tuple[int, int, int, int]) -> F32:
@@ -191,7 +178,7 @@ class CropBook:
 
     def add_box(self, box: Box, turn: int) -> tuple[Crop | None, str]:
         """Cut one already-valid box unless it is too small or repeats an earlier crop."""
-        px = pixel_box(box, self.width, self.height)
+        px = box.pixels(self.width, self.height)
         w, h = px[2] - px[0], px[3] - px[1]
         if w < self.min_w or h < self.min_h:
             return None, f"{w}×{h} px, each side needs ≥ {self.min_w} px"

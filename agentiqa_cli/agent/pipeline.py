@@ -446,7 +446,9 @@ class Agent:
             cats = list(dict.fromkeys(f.category for f in findings if f.severity != "none"))
             if sw.tool_selection and cats and self.candidates(full_ref):
                 selected = await self.choose(cats, full_ref, evidence, usage, pair)
-                by_category = {c: self._measuring(c, t, evidence) for c, t in selected.items()}
+                # in the findings' order (categories the reply added, after them)
+                order = sorted(selected, key=lambda c: cats.index(c) if c in cats else len(cats))
+                by_category = {c: self._measuring(c, selected[c], evidence) for c in order}
             # the tools chosen for the distortions, then the set `score` runs: the agent's
             # q̄ always rests on at least the evidence `score` reports, never on one
             # detector that fired weakly
@@ -461,7 +463,7 @@ class Agent:
         ran = await asyncio.to_thread(self.runner.run_many, todo, pair.image, pair.reference)
         trace_tool_scores(pair, ran)
         fresh = {s.tool: s for s in ran}
-        for_cat = {tool: cat for cat, tool in by_category.items()}
+        for_cat = _tool_categories(by_category)
         whole = [
             (done.get(c.name) or fresh[c.name]).model_copy(
                 update={"distortion": for_cat.get(c.name)}
@@ -488,6 +490,7 @@ class Agent:
                 tool = by_category.get(f.category)
                 if tool is not None and tool not in wanted.setdefault(f.scope, []):
                     wanted[f.scope].append(tool)
+        for_cat = _tool_categories(by_category)
         out: list[ToolScore] = []
         for scope, tools in wanted.items():
             region = await self._locate(scope, pair, usage)
@@ -497,9 +500,7 @@ class Agent:
             cards = [self.cards.get(t) for t in tools]
             ran = await asyncio.to_thread(self.runner.run_many, cards, image, reference)
             ran = [
-                s.model_copy(
-                    update={"scope": scope, "distortion": _category_of(s.tool, by_category)}
-                )
+                s.model_copy(update={"scope": scope, "distortion": for_cat.get(s.tool)})
                 for s in ran
             ]
             trace_tool_scores(pair, ran, note=f"on the region of {scope}")
@@ -533,8 +534,13 @@ class Agent:
 REGION_MIN_SIDE = 32  # an object's region smaller than this is not measured on its own
 
 
-def _category_of(tool: str, by_category: dict[str, str]) -> str | None:
-    return next((c for c, t in by_category.items() if t == tool), None)
+def _tool_categories(by_category: dict[str, str]) -> dict[str, str]:
+    """Each chosen tool's distortion: the first category (in the findings' order) it was
+    chosen for. One rule for the whole-image and the per-object readings."""
+    out: dict[str, str] = {}
+    for cat, tool in by_category.items():
+        out.setdefault(tool, cat)
+    return out
 
 
 def _region(image: LoadedImage, px: tuple[int, int, int, int]) -> LoadedImage:

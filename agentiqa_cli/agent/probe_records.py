@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from agentiqa_cli.records import Category, Decode, Finding, Severity
+from agentiqa_cli.records import Box, Category, Decode, Finding, Severity
 
 # What a crop can be judged to show: the paper's man-made artefacts, plus noise and blur.
 ARTEFACT_TYPES: tuple[str, ...] = (
@@ -63,40 +63,6 @@ Stop = Literal["final", "no_box", "limit", "error"]
 
 class _Rec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Box(_Rec):
-    """A normalized box: x grows to the right, y downwards, both in [0, 1]."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    x1: float = Field(ge=0.0, le=1.0)
-    y1: float = Field(ge=0.0, le=1.0)
-    x2: float = Field(ge=0.0, le=1.0)
-    y2: float = Field(ge=0.0, le=1.0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Box:
-        if not (self.x1 < self.x2 and self.y1 < self.y2):
-            raise ValueError("a box needs x1 < x2 and y1 < y2")
-        return self
-
-    def as_list(self, digits: int = 4) -> list[float]:
-        return [round(v, digits) for v in (self.x1, self.y1, self.x2, self.y2)]
-
-    @property
-    def area(self) -> float:
-        return (self.x2 - self.x1) * (self.y2 - self.y1)
-
-    def intersection(self, other: Box) -> float:
-        w = min(self.x2, other.x2) - max(self.x1, other.x1)
-        h = min(self.y2, other.y2) - max(self.y1, other.y1)
-        return max(0.0, w) * max(0.0, h)
-
-    def iou(self, other: Box) -> float:
-        inter = self.intersection(other)
-        union = self.area + other.area - inter
-        return inter / union if union > 0 else 0.0
 
 
 # -- the VLM's replies -----------------------------------------------------------------------

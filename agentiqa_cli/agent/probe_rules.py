@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 from scipy import ndimage
 
-from agentiqa_cli.agent.crops import CropBook, box_of_pixels, subject_overlap
+from agentiqa_cli.agent.crops import CropBook, subject_overlap
 from agentiqa_cli.agent.probe_records import (
     ELSEWHERE_WEIGHT,
     MAX_BOXES,
@@ -80,6 +80,7 @@ from agentiqa_cli.agent.probe_scan import (
     severity_rank,
 )
 from agentiqa_cli.imaging.load import LoadedImage
+from agentiqa_cli.records import Box
 from agentiqa_cli.tools.cards import CardSet
 from agentiqa_cli.tools.detectors import DETECTORS
 
@@ -265,7 +266,7 @@ def probe_rules(
         rec = TurnRecord(turn=turn, action="crop", tentative_score=round(base, 3))
         taken, queue = queue[:MAX_BOXES], queue[MAX_BOXES:]
         for cand in taken:
-            box = box_of_pixels(*_grow(cand.cells, cell, w, h), w, h)
+            box = Box.of_pixels(*_grow(cand.cells, cell, w, h), w, h)
             rec.requested.append(box.as_list())
             crop, why = book.add_box(box, turn)
             if crop is None:

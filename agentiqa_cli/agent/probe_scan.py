@@ -20,10 +20,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import ndimage
 
-from agentiqa_cli.agent.crops import box_of_pixels, subject_overlap
+from agentiqa_cli.agent.crops import subject_overlap
 from agentiqa_cli.agent.probe_records import CropRecord, ProbeOutcome, SubjectRecord
 from agentiqa_cli.imaging.load import LoadedImage
-from agentiqa_cli.records import SEVERITIES, Severity
+from agentiqa_cli.records import SEVERITIES, Box, Severity
 from agentiqa_cli.tools.cards import CardSet
 from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.severity import findings
@@ -244,7 +244,7 @@ def find_subject(image: LoadedImage, cards: CardSet | None = None) -> SubjectRec
     x0, y0 = xs[cols.min()], ys[rows.min()]
     x1, y1 = min(w, xs[cols.max()] + side), min(h, ys[rows.max()] + side)
     return SubjectRecord(
-        box=box_of_pixels(x0, y0, x1, y1, w, h),
+        box=Box.of_pixels(x0, y0, x1, y1, w, h),
         sharp=int(sev[at[0], at[1]]) < severity_rank("moderate"),
         sharpness=round(best, 3),
     )

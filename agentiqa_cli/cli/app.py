@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from agentiqa_cli import __version__
+from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.options import EXIT_CODES_HELP
 
 app = typer.Typer(
@@ -37,6 +38,7 @@ def root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
 ) -> None:
     state["debug"] = debug
+    ui.set_quiet(False)  # a command with -q turns it on
     if version:
         typer.echo(f"agentiqa {__version__}")
         raise typer.Exit(0)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -17,12 +17,14 @@ from agentiqa_cli.cli.options import Common, shared, tool_list
 from agentiqa_cli.cli.run import note_backend, say_notes
 from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.guard import check_out_dir, check_overlay_out
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.runtime import Runtime
 
 if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a command runs
     from agentiqa_cli.bench.calibrate import CalibrationFit
-    from agentiqa_cli.bench.mcq import MCQReport
+    from agentiqa_cli.bench.layouts import MosItem
+    from agentiqa_cli.bench.mcq import MCQReport, MCQuestion
     from agentiqa_cli.bench.mos import MosReport
     from agentiqa_cli.bench.runs import Bench
     from agentiqa_cli.bench.synth_eval import SynthReport
@@ -61,14 +63,15 @@ def _bench(
     quiet: bool,
     main: Callable[[Bench], Awaitable[T]],
 ) -> T:
-    """Run ``main`` on a Runtime with a progress bar ticking once per result row."""
+    """Run ``main`` on a Runtime with a progress bar ticking once per result row; the trace
+    starts with the run header (the command: ``label`` up to a parenthesis)."""
     from agentiqa_cli.bench.runs import Bench
 
     reporter = ui.Reporter(total, label, quiet)
 
     async def go() -> T:
         async with Runtime(settings) as rt:
-            tracer = TraceWriter(trace)
+            tracer = TraceWriter(trace, header=rt.header(label.split(" (")[0]))
             try:
                 with reporter.running():
                     value = await main(
@@ -80,6 +83,12 @@ def _bench(
                 tracer.close()
 
     return asyncio.run(go())
+
+
+def _inputs(source: Path, items: Iterable[MosItem | MCQuestion]) -> list[Path]:
+    """What a run reads, that none of its outputs may be: the list and its images."""
+    refs = [i.reference for i in items if i.reference is not None]
+    return [source, *(i.image for i in items), *refs]
 
 
 def _fmt(v: float | None) -> str:
@@ -115,6 +124,8 @@ def mos(
     for n in data.notes:
         ui.note(n, opts.quiet)
     names = tool_list(tools) or []
+    check_out_dir(out_dir, ("trace.jsonl", "summary.csv", "predictions.csv", "scatter.png"),
+                  _inputs(data.source, data.items))  # fmt: skip
     out_dir.mkdir(parents=True, exist_ok=True)
 
     async def main(b: Bench) -> MosReport:
@@ -175,6 +186,7 @@ def mcq(
         raise ConfigError("give a questions JSONL file (or --write-example DIR)")
     settings = opts.settings()
     qs = load_mcq(questions)
+    check_out_dir(out_dir, ("trace.jsonl", "answers.csv"), _inputs(questions, qs))
     out_dir.mkdir(parents=True, exist_ok=True)
 
     async def main(b: Bench) -> MCQReport:
@@ -220,6 +232,8 @@ def synth(
     if kinds is not None:
         check_kinds(tool_list(kinds) or [])  # exit 2 before anything is written
     settings = opts.settings()
+    clean = sorted(clean_dir.iterdir()) if clean_dir.is_dir() else []
+    check_out_dir(out_dir, ("trace.jsonl", "synth.csv"), clean, input_dir=clean_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = synth_report(settings, clean_dir, out_dir, tool_list(tools), assess,
                           tool_list(kinds), levels, size, seed, opts.quiet)  # fmt: skip
@@ -318,6 +332,8 @@ def calibrate(
             raise ConfigError(f"--mos-range must be LO,HI, got {mos_range!r}") from None
     settings = opts.settings()
     data = load_dataset(dataset, layout, limit=limit, sample=sample, seed=seed)
+    overlay_in = [settings.calibration] if settings.calibration else []
+    check_overlay_out(out, [*_inputs(data.source, data.items), *overlay_in])
 
     async def main(b: Bench) -> list[CalibrationFit]:
         cards = b.rt.cards.resolve(tool_list(tools) or [])
@@ -360,6 +376,8 @@ def vqpp(
     sources = sorted(p for p in clean_dir.iterdir() if p.is_file()) if clean_dir.is_dir() else []
     if not sources:
         raise ConfigError(f"{clean_dir}: not a folder of images")
+    check_out_dir(out_dir, ("trace.jsonl", "vqpp.csv", "decisions.jsonl"), sources,
+                  input_dir=clean_dir)  # fmt: skip
     items = build(clean_dir, out_dir / "images", seed=seed, size=size, limit=limit)
     rows, chosen, found = asyncio.run(_vqpp_decide(settings, items, out_dir, opts.quiet))
     write_report(rows, out_dir / "vqpp.csv")

@@ -23,7 +23,7 @@ from agentiqa_cli.evaluate.tiers import (
     tiers_from_reference,
 )
 from agentiqa_cli.gate import EXIT_GATE, EXIT_INPUT, EXIT_OK
-from agentiqa_cli.io.guard import trace_path_for
+from agentiqa_cli.io.guard import check_gen_dir, trace_path_for
 from agentiqa_cli.records import EVAL_N_MIN as N_MIN
 from agentiqa_cli.records import Result
 from agentiqa_cli.runtime import Runtime
@@ -128,6 +128,9 @@ def evaluate(
     gate_tier = parse_tier(fail_under_tier) if fail_under_tier else None
     config = EvalConfig(settings.query, max_rounds, max_samples, seed, cuts)
     gen = Generator.parse(generator, generator_timeout) if generator else None
+    gen_dir = gen_dir or opts.out.with_name(opts.out.stem + "-images")
+    if gen is not None:
+        check_gen_dir(gen_dir, opts.out, opts.resume, opts.force)  # exit 2 before any work
     reporter = ui.Reporter(max_samples, "evaluate", opts.quiet)
 
     def on_round(d: RoundDraw) -> None:
@@ -152,9 +155,7 @@ def evaluate(
         async with Runtime(settings) as rt:
             note_backend(rt, opts.quiet)
             if gen is not None:
-                src: Folder | GeneratorSource = GeneratorSource(
-                    gen, gen_dir or opts.out.with_name(opts.out.stem + "-images")
-                )
+                src: Folder | GeneratorSource = GeneratorSource(gen, gen_dir)
             else:
                 src = Folder(rt.jobs(source or [], None, opts.outputs()))
             rt.check_agent_setup()
@@ -182,13 +183,12 @@ def evaluate(
         ui.out.print(
             f"stopped: {ui.cell(verdict.stop_reason)} → {ui.cell(str(opts.out))}", highlight=False
         )
-    if not opts.quiet:
-        for why in gate:
-            ui.fail(f"quality gate: {why}")
-        if verdict.errors:
-            ui.warn(
-                f"{verdict.errors} sampled image(s) could not be assessed; see the error column of {opts.out}"
-            )
+    for why in gate:  # errors: said even with -q
+        ui.fail(f"quality gate: {why}")
+    if verdict.errors:
+        ui.warn(
+            f"{verdict.errors} sampled image(s) could not be assessed; see the error column of {opts.out}"
+        )
     raise typer.Exit(code)
 
 

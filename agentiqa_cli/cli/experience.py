@@ -79,8 +79,8 @@ def build(
     images = [0]
 
     def progress(name: str, status: str) -> None:
-        if status != "ok":
-            ui.warn(f"{name}: {status} (skipped)")
+        if status != "ok":  # an input that failed: an error, said even with -q
+            ui.fail(f"{name}: {status} (skipped)")
         else:
             images[0] += 1
             ui.note(f"measured {name} ({images[0]})", opts.quiet)

@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from agentiqa_cli.cli import render as ui
 from agentiqa_cli.config import Settings, load_settings
 from agentiqa_cli.io.guard import Outputs
 
@@ -39,7 +40,12 @@ Ref = Annotated[
 JsonOut = Annotated[
     bool, typer.Option("--json", help="Machine-readable JSON on stdout instead of the table.")
 ]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or notes on stderr.")]
+Quiet = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="Print only errors (stderr) and --json; no table, progress, notes."
+    ),
+]
 ConfigOpt = Annotated[
     Path | None,
     typer.Option("--config", help="YAML config file (default: ./agentiqa.yaml if present)."),
@@ -352,6 +358,7 @@ def shared(*groups: str) -> Callable[[F], F]:
         @functools.wraps(fn)
         def command(**kwargs: Any) -> None:
             opts = Common(**{name: kwargs.pop(name) for name in declared})
+            ui.set_quiet(opts.quiet)
             fn(opts=opts, **kwargs)
 
         command.__signature__ = sig.replace(parameters=own + extra)  # type: ignore[attr-defined]

@@ -111,12 +111,24 @@ def survive_closed_stdout() -> None:
         sys.stdout = _ClosedPipeSafe(sys.stdout)
 
 
+_mode = {"quiet": False}
+
+
+def set_quiet(on: bool) -> None:
+    """``-q``: stdout carries only the ``--json`` asked for (no table, no summary line),
+    stderr only errors (no progress, notes or warnings). Set once per command."""
+    _mode["quiet"] = on
+    out.quiet = on  # rich prints nothing; print_json writes past it on purpose
+
+
 def note(message: str, quiet: bool = False) -> None:
-    if not quiet:
+    if not (quiet or _mode["quiet"]):
         err.print(visible(message, True), style="dim", highlight=False, markup=False)
 
 
 def warn(message: str) -> None:
+    if _mode["quiet"]:
+        return
     err.print(f"warning: {visible(message, True)}", style="yellow", highlight=False, markup=False)
 
 

@@ -10,9 +10,10 @@ from rich.table import Table
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app
-from agentiqa_cli.cli.options import EXIT_CODES_HELP
+from agentiqa_cli.cli.options import EXIT_CODES_HELP, Quiet
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import EXIT_INPUT, EXIT_OK
+from agentiqa_cli.imaging.load import missing
 from agentiqa_cli.io.guard import check_report_page
 
 if TYPE_CHECKING:  # the report package (jinja2, its page) is imported when a report is made
@@ -85,7 +86,7 @@ def report(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the report as JSON instead of the table.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """A dataset issue report: per-issue counts (dark, light, blurry, low information, odd
     aspect ratio, odd size, grayscale, exact and near duplicates, plus the CSV's failures,
@@ -94,8 +95,10 @@ def report(
 
     Image paths in the CSV are read as written, or relative to the CSV's folder. Exits 3
     when some images could not be read (they are listed in the page)."""
+    ui.set_quiet(quiet)
     if not csv.is_file():
-        raise ConfigError(f"{csv}: no such results CSV")
+        why = "a folder, not a results CSV" if csv.is_dir() else missing(csv)
+        raise ConfigError(f"{csv}: {why}")
     target = html or default_html(csv)
     check_report_page(target, csv)  # never the CSV, an image or another file: exit 2
     result = make_report(csv, target, top, quiet)
@@ -104,7 +107,7 @@ def report(
     else:
         ui.out.print(issues_table(result))
         ui.out.print(f"report → {ui.visible(str(target))}", highlight=False, markup=False)
-    if result.unreadable and not quiet:
+    if result.unreadable:
         ui.warn(f"{len(result.unreadable)} image(s) could not be read; listed in {target}")
     raise typer.Exit(EXIT_INPUT if result.unreadable else EXIT_OK)
 

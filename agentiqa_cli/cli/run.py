@@ -165,7 +165,7 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {ui.visible(str(opts.out))}",
             highlight=False,
         )
-    if gate.gate_failed and not opts.quiet:
+    if gate.gate_failed:  # errors: said even with -q
         if gate.below:
             ui.fail(f"quality gate: {len(gate.below)} image(s) below {opts.fail_under}")
         if (
@@ -176,7 +176,7 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             ui.fail(f"quality gate: mean {gate.mean:.3f} below {opts.fail_mean_under}")
         if gate.unscored:
             ui.fail(f"quality gate: {len(gate.unscored)} image(s) could not be scored")
-    if gate.errors and not opts.quiet:
+    if gate.errors:
         ui.warn(
             f"{gate.errors} input(s) could not be processed; see the error column of {opts.out}"
         )

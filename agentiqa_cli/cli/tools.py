@@ -95,6 +95,7 @@ def tools_check(
     from agentiqa_cli.runtime import Runtime
     from agentiqa_cli.tools.weights import hub_offline, no_downloads, weights_cached
 
+    ui.set_quiet(quiet)
     rt = Runtime(load_settings({"cards_dir": tool_cards, "device": device}, config))
     cards = rt.cards.resolve(names) if names else list(rt.cards)
     offline = hub_offline()

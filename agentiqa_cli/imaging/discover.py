@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.imaging.load import display_path
+from agentiqa_cli.imaging.load import display_path, missing
 
 IMAGE_EXTENSIONS = frozenset(
     [
@@ -57,24 +59,13 @@ def _is_image(p: Path) -> bool:
     return p.suffix.lower() in IMAGE_EXTENSIONS
 
 
-def _walk(folder: Path, recursive: bool) -> list[Path]:
-    found: list[Path] = []
-    if not recursive:
-        try:
-            entries = sorted(folder.iterdir())
-        except OSError as e:
-            raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}") from None
-        return [p for p in entries if _is_image(p) and not p.is_dir()]
+def _folders(
+    top: Path, onerror: Callable[[OSError], None]
+) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk`` following links (so linked folders count), each folder once: (device,
+    inode) bookkeeping breaks loops. ``dirnames`` comes sorted; prune it in place."""
     seen: set[tuple[int, int]] = set()
-    unreadable: list[Path] = []
-
-    def report(e: OSError) -> None:  # a sub-folder we cannot list: its own error row
-        if Path(str(e.filename)) == folder:
-            raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}")
-        unreadable.append(Path(str(e.filename)))
-
-    # followlinks so linked folders count, with (device, inode) bookkeeping to break loops
-    for dirpath, dirnames, filenames in os.walk(folder, onerror=report, followlinks=True):
+    for dirpath, dirnames, filenames in os.walk(top, onerror=onerror, followlinks=True):
         try:
             st = os.stat(dirpath)
         except OSError:
@@ -85,6 +76,25 @@ def _walk(folder: Path, recursive: bool) -> list[Path]:
             continue
         seen.add((st.st_dev, st.st_ino))
         dirnames.sort()
+        yield dirpath, dirnames, filenames
+
+
+def _walk(folder: Path, recursive: bool) -> list[Path]:
+    found: list[Path] = []
+    if not recursive:
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError as e:
+            raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}") from None
+        return [p for p in entries if _is_image(p) and not p.is_dir()]
+    unreadable: list[Path] = []
+
+    def report(e: OSError) -> None:  # a sub-folder we cannot list: its own error row
+        if Path(str(e.filename)) == folder:
+            raise ConfigError(f"{display_path(folder)}: cannot list folder: {e.strerror}")
+        unreadable.append(Path(str(e.filename)))
+
+    for dirpath, _, filenames in _folders(folder, report):
         found.extend(Path(dirpath) / f for f in sorted(filenames) if _is_image(Path(f)))
     return found + unreadable
 
@@ -113,13 +123,51 @@ def _fixed_prefix(pattern: str) -> Path:
     return Path(*fixed) if fixed else Path(".")
 
 
+def _lists(parts: tuple[str, ...], pattern: tuple[str, ...], recursive: bool) -> bool:
+    """Whether a glob search for ``pattern`` lists the folder ``parts`` (both relative to the
+    pattern's fixed prefix): the folder matches a proper prefix of the pattern. As glob:
+    ``**`` spans folders only when recursive, and neither ``*`` nor ``**`` enters a hidden
+    folder unless the pattern's part starts with a dot."""
+    if not parts:
+        return bool(pattern)
+    if not pattern:
+        return False
+    head, name = pattern[0], parts[0]
+    if recursive and head == "**":
+        deeper = not name.startswith(".") and _lists(parts[1:], pattern, recursive)
+        return deeper or _lists(parts, pattern[1:], recursive)
+    if name.startswith(".") and not head.startswith("."):
+        return False
+    return fnmatch.fnmatch(name, head) and _lists(parts[1:], pattern[1:], recursive)
+
+
+def _unsearched(pattern: str, recursive: bool) -> list[Path]:
+    """The folders a glob search for ``pattern`` had to list but could not: glob skips them
+    without a word, so they are found by walking the same folders again."""
+    root = _fixed_prefix(pattern)
+    rest = Path(pattern).parts[len(root.parts) :]
+    found: list[Path] = []
+
+    def report(e: OSError) -> None:
+        if e.filename is not None and os.path.isdir(e.filename):
+            found.append(Path(str(e.filename)))
+
+    for dirpath, dirnames, _ in _folders(root, report):
+        rel = Path(dirpath).relative_to(root).parts
+        dirnames[:] = [d for d in dirnames if _lists((*rel, d), rest, recursive)]
+    return found
+
+
 def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path]]:
     """(image, root) pairs, in a stable order, without duplicates.
 
     A path that names a file is taken whatever its extension (so a bad file gets its own
     error row); folders contribute files with image extensions; anything else is tried as
     a glob pattern. A path that matches nothing, or paths that yield no image at all (an
-    empty folder, a folder of sub-folders without ``recursive``), are a usage error.
+    empty folder, a folder of sub-folders without ``recursive``), are a usage error; so is
+    a folder named on the command line that cannot be listed. A folder found (below a
+    folder with ``recursive``, or by a pattern) that cannot be listed is one input: it gets
+    an error row (``pair``), and the batch goes on.
     """
     out: list[tuple[Path, Path]] = []
     seen: set[Path] = set()
@@ -139,17 +187,20 @@ def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path
             add(p, p.parent)
         else:
             matches = sorted(glob.glob(raw, recursive=recursive))
-            if not matches:
+            unsearched = _unsearched(raw, recursive)
+            if not matches and not unsearched:
                 raise ConfigError(f"{raw}: no such file, folder or matching pattern")
             # relative paths (for --ref pairing) start below the pattern's fixed prefix
             root = _fixed_prefix(raw)
             for m in matches:
                 mp = Path(m)
-                if mp.is_dir():
+                if mp.is_dir() and not _unlisted(mp):
                     for f in _walk(mp, recursive):
                         add(f, mp)
                 else:
                     add(mp, root)
+            for folder in unsearched:
+                add(folder, root)
     if not out:
         where = ", ".join(paths)
         hint = (
@@ -170,7 +221,7 @@ def pair(found: list[tuple[Path, Path]], ref: str | None) -> list[Job]:
     if r.is_file():
         return [Job(image=img, root=root, reference=r) for img, root in found]
     if not r.is_dir():
-        raise ConfigError(f"--ref {ref}: no such file or folder")
+        raise ConfigError(f"--ref {ref}: {missing(r)}")
     by_name: dict[str, list[Path]] = {}
     by_stem: dict[str, list[Path]] = {}
     for f in _walk(r, recursive=True):

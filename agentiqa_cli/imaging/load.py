@@ -140,6 +140,21 @@ def max_file_bytes(max_pixels: int = DEFAULT_MAX_PIXELS) -> int:
     return max_pixels * BYTES_PER_PIXEL + METADATA_ALLOWANCE
 
 
+NOT_REGULAR = "not a regular file (FIFO, device or socket)"
+
+
+def missing(path: Path) -> str:
+    """Why ``path``, which is neither a regular file nor a folder, cannot be read: not there,
+    a dangling link, not reachable, or there but a FIFO, device or socket."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return "a symbolic link to nothing" if os.path.islink(path) else "no such file or folder"
+    except OSError as e:
+        return f"cannot read: {e.strerror or e}"
+    return NOT_REGULAR
+
+
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX; Windows has no FIFOs to wait on
 
 
@@ -162,7 +177,7 @@ def open_regular(path: Path, max_bytes: int | None = None) -> Iterator[BinaryIO]
         if stat.S_ISDIR(st.st_mode):
             raise ImageError(f"{shown}: is a directory")
         if not stat.S_ISREG(st.st_mode):
-            raise ImageError(f"{shown}: not a regular file (FIFO, device or socket); skipped")
+            raise ImageError(f"{shown}: {NOT_REGULAR}; skipped")
         if max_bytes is not None and st.st_size > max_bytes:
             raise ImageError(
                 f"{shown}: {st.st_size:,} bytes is larger than any image within the pixel "

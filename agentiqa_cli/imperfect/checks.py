@@ -33,7 +33,6 @@ from numpy.typing import NDArray
 from agentiqa_cli.imperfect.corrupt import ANCHORS, OVERLAY_SCALES, anchor_box
 from agentiqa_cli.imperfect.records import (
     FIXABLE,
-    Box,
     Crop,
     Deblur,
     Denoise,
@@ -41,6 +40,7 @@ from agentiqa_cli.imperfect.records import (
     Imperfection,
     Lum,
 )
+from agentiqa_cli.records import Box
 
 Array = NDArray[np.float32]
 NEEDS_VLM: tuple[str, ...] = ("rotation", "flip", "watermark")

@@ -21,7 +21,6 @@ from scipy import ndimage
 
 from agentiqa_cli.imperfect.fixes import flip, rotate
 from agentiqa_cli.imperfect.records import (
-    Box,
     Crop,
     Deblur,
     Denoise,
@@ -31,6 +30,7 @@ from agentiqa_cli.imperfect.records import (
     Operation,
     Rotate,
 )
+from agentiqa_cli.records import Box
 
 Array = NDArray[np.float32]
 

@@ -1,8 +1,8 @@
 """Typed records of imperfection checks and fixes: boxes, operations, findings, replies.
 
 Everything a model may generate is bounded here, once: at most four operations, degrees and
-directions as enums, boxes normalized to [0, 1] with positive extent, short strings. The
-``fix`` and ``locate`` roles' JSON schemas are derived from these models
+directions as enums, boxes (``records.Box``) normalized to [0, 1] with positive extent,
+short strings. The ``fix`` and ``locate`` roles' JSON schemas are derived from these models
 (``agent/replies.py``), so a reply outside them is refused before anything runs.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from agentiqa_cli.records import Decode
+from agentiqa_cli.records import Box, Decode, Unit
 
 MAX_OPERATIONS = 4
 
@@ -30,52 +30,9 @@ ToolName = Literal["rotate", "flip", "lum", "deblur", "denoise", "crop", "fill"]
 GEOMETRY_TOOLS: frozenset[str] = frozenset({"rotate", "flip", "crop", "fill"})
 QUALITY_TOOLS: frozenset[str] = frozenset({"lum", "deblur", "denoise"})
 
-Unit = Annotated[float, Field(ge=0.0, le=1.0), Decode(grid=0.01)]  # generated on a 1% grid
-
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Box(_Model):
-    """A region as fractions of the image's width and height: (x1, y1) top-left,
-    (x2, y2) bottom-right; at least 1% of each side."""
-
-    x1: Unit
-    y1: Unit
-    x2: Unit
-    y2: Unit
-
-    @model_validator(mode="after")
-    def _extent(self) -> Box:
-        if self.x2 - self.x1 < 0.01 or self.y2 - self.y1 < 0.01:
-            raise ValueError("a box needs x2 > x1 and y2 > y1 (at least 0.01 apart)")
-        return self
-
-    def pixels(self, width: int, height: int) -> tuple[int, int, int, int]:
-        """(left, top, right, bottom) in pixels, right/bottom exclusive, never empty."""
-        left, top = round(self.x1 * width), round(self.y1 * height)
-        right = max(left + 1, round(self.x2 * width))
-        bottom = max(top + 1, round(self.y2 * height))
-        return left, top, min(right, width), min(bottom, height)
-
-    @classmethod
-    def of_pixels(cls, left: int, top: int, right: int, bottom: int, w: int, h: int) -> Box:
-        return cls(x1=left / w, y1=top / h, x2=right / w, y2=bottom / h)
-
-    def iou(self, other: Box) -> float:
-        ix = max(0.0, min(self.x2, other.x2) - max(self.x1, other.x1))
-        iy = max(0.0, min(self.y2, other.y2) - max(self.y1, other.y1))
-        inter = ix * iy
-        union = self.area + other.area - inter
-        return inter / union if union > 0 else 0.0
-
-    @property
-    def area(self) -> float:
-        return (self.x2 - self.x1) * (self.y2 - self.y1)
-
-    def cell(self) -> str:
-        return f"{self.x1:.3f},{self.y1:.3f},{self.x2:.3f},{self.y2:.3f}"
 
 
 # -- operations (seed 003 Table 2; locate is a role of its own) ---------------------------

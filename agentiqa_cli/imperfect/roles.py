@@ -21,7 +21,6 @@ from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imperfect.checks import check
 from agentiqa_cli.imperfect.records import (
     FIXABLE,
-    Box,
     Crop,
     Fill,
     FixReply,
@@ -31,7 +30,7 @@ from agentiqa_cli.imperfect.records import (
     describe,
 )
 from agentiqa_cli.io.trace import ImageTrace
-from agentiqa_cli.records import Usage
+from agentiqa_cli.records import Box, Usage
 from agentiqa_cli.vlm.base import ImagePart, RoleInput
 
 # what a locate target names, for the rules backend: words → the finding that has the box

@@ -7,6 +7,9 @@
 - each output can be written: not a folder, not a device or pipe, not read-only, its folder
   exists or can be made and files can be created in it;
 - our own outputs found by a folder or a glob (``'d/*' -o d/results.csv``) are not inputs.
+
+The same rules hold for the other commands' outputs: ``eval-bench``'s ``--out-dir`` (its
+trace and report files), ``calibrate``'s overlay and ``evaluate``'s ``--gen-dir``.
 """
 
 from __future__ import annotations
@@ -14,14 +17,18 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import display_path
 from agentiqa_cli.io.results import BASE_COLUMNS, lock_path
+from agentiqa_cli.records import STEPS
 
 _SNIFF = 64 * 1024  # our headers are far shorter
 
@@ -59,7 +66,8 @@ def is_results_file(path: Path) -> bool:
 
 
 def is_trace_file(path: Path) -> bool:
-    """An empty file, or JSON lines starting with our ``run`` header."""
+    """An empty file, or JSON lines starting with our ``run`` header (or, as eval-bench
+    wrote them before it had one, with another step of ours)."""
     line = _first_line(path)
     if line is None:
         return False
@@ -71,7 +79,7 @@ def is_trace_file(path: Path) -> bool:
         first = json.loads(line)
     except ValueError:
         return False
-    return isinstance(first, dict) and first.get("step") == "run"
+    return isinstance(first, dict) and first.get("step") in STEPS
 
 
 def is_report_file(path: Path) -> bool:
@@ -84,6 +92,18 @@ def is_report_file(path: Path) -> bool:
     return head == b"" or (
         head.startswith(b"<!DOCTYPE html>") and b"<title>agentiqa report" in head
     )
+
+
+def is_overlay_file(path: Path) -> bool:
+    """An empty file, or a calibration overlay: YAML whose only key is ``tools``."""
+    try:
+        if path.stat().st_size > 16 * _SNIFF:  # far more tools than there are cards
+            return False
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except (OSError, UnicodeError, yaml.YAMLError):
+        return False
+    return doc is None or (isinstance(doc, dict) and set(doc) == {"tools"})
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -140,6 +160,80 @@ def check_file(
         raise ConfigError(
             f"{what} {display_path(path)} exists and is not {kind}; refusing to overwrite it "
             f"({hint})"
+        )
+
+
+def _not_inputs(outputs: Iterable[Path], inputs: Iterable[Path], what: str) -> None:
+    """No output may be an input (compared by identity: links and other spellings count)."""
+    own = {i for p in outputs if (i := _identity(p)) is not None}
+    if not own:
+        return  # nothing exists yet: nothing to overwrite
+    for p in inputs:
+        if _identity(p) in own:
+            raise ConfigError(
+                f"{display_path(p)} is an input and an output of this run; refusing to "
+                f"overwrite an input (choose another {what})"
+            )
+
+
+def check_out_dir(
+    out_dir: Path, files: Sequence[str], inputs: Iterable[Path], input_dir: Path | None = None
+) -> None:
+    """``eval-bench``'s ``--out-dir``, before any work: a folder (or one that can be made);
+    its ``trace.jsonl`` one of ours or empty; each file it gets a regular, writable file
+    that is not an input; its ``images/`` (where synthesized images go) not ``input_dir``."""
+    shown = f"--out-dir {display_path(out_dir)}"
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"{shown}: not a folder")
+    for name in files:
+        if name == "trace.jsonl":
+            check_file(out_dir / name, "--out-dir", is_trace_file, "an agentiqa trace", None)
+        else:
+            _check_writable(out_dir / name, "--out-dir")
+    images = Path(os.path.realpath(out_dir / "images"))
+    if input_dir is not None and Path(os.path.realpath(input_dir)).is_relative_to(images):
+        raise ConfigError(
+            f"{shown}: the input folder {display_path(input_dir)} is in its images/ folder, "
+            "where synthesized images are written (choose another --out-dir)"
+        )
+    _not_inputs((out_dir / n for n in files), inputs, "--out-dir")
+
+
+def check_overlay_out(out: Path, inputs: Iterable[Path]) -> None:
+    """``calibrate --out``: writable, one of ours (an overlay) or empty, not an input."""
+    check_file(out, "--out", is_overlay_file, "a calibration overlay", force=None)
+    _not_inputs([out], inputs, "--out")
+
+
+# evaluate's generated images (``evaluate.draws.GeneratorSource.path``): r01-01.png
+GENERATED = re.compile(r"r\d{2,}-\d{2,}\.png")
+
+
+def check_gen_dir(gen_dir: Path, csv_path: Path, resume: bool, force: bool) -> None:
+    """``evaluate --gen-dir``: a folder (or one that can be made) where images can be
+    written. A generated image already there is replaced only when it is one of ours,
+    named by the results CSV this run replaces, unless ``--force`` (``--resume`` continues
+    the run that made them): nobody's r01-01.png is deleted because it sits there."""
+    shown = f"--gen-dir {display_path(gen_dir)}"
+    if gen_dir.exists() and not gen_dir.is_dir():
+        raise ConfigError(f"{shown}: not a folder")
+    _check_writable(gen_dir / "r01-01.png", "--gen-dir")
+    if force or resume or not gen_dir.is_dir():
+        return
+    there = sorted(p for p in gen_dir.iterdir() if GENERATED.fullmatch(p.name))
+    if not there:
+        return
+    named: set[tuple[int, int] | None] = set()
+    if csv_path.is_file() and is_results_file(csv_path):
+        with open(csv_path, newline="", encoding="utf-8", errors="replace") as f:
+            named = {_identity(Path(r.get("image") or "")) for r in csv.DictReader(f)}
+    foreign = [p for p in there if _identity(p) not in named]
+    if foreign:
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise ConfigError(
+            f"{shown} holds {display_path(foreign[0].name)}{more}, not named by "
+            f"{display_path(csv_path)}; refusing to overwrite images of another run "
+            "(--resume to continue it, --force to replace them, or another --gen-dir)"
         )
 
 

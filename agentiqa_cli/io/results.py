@@ -6,7 +6,10 @@ LF or CRLF, a UTF-8 BOM: a spreadsheet's or editor's save), keeps every complete
 drops only a final partial one, and refuses (exit 2, file untouched) a file it cannot
 read. The batch skips an input when a row with its path and key is present — except rows
 marked ``transient`` (VLM down, tool failure), which are tried again; the newer row for a
-key is the one that counts.
+key is the one that counts. A CSV of an older version, which lacks some of the command's
+own columns (``optional``: assess's fix columns) but is otherwise this run's, in the same
+order, is upgraded first: rewritten beside itself with this run's header, its rows' new
+cells empty, then renamed over the old file in one step.
 
 A lock (``.<name>.lock`` beside the CSV, portable) is held from opening to closing, so a
 second run on the same CSV is refused whether or not the file exists yet. The file is
@@ -207,10 +210,12 @@ class ResultsWriter:
         columns: list[str],
         resume: bool = False,
         extra: Callable[[Result], Mapping[str, str]] | None = None,
+        optional: Sequence[str] = (),
     ):
         self.path = path
         self.columns = columns
         self.extra = extra  # cells of added columns, per result
+        self.optional = frozenset(optional)  # columns an older version's CSV may lack
         self.done: set[tuple[str, str]] = set()
         self._fd = -1
         self._lock: FileLock | None = None
@@ -236,12 +241,13 @@ class ResultsWriter:
     def _prepare_resume(self) -> None:
         data = self.path.read_bytes()
         rows, end = read_records(data, str(self.path))
-        if not rows or rows[0] != self.columns:
+        header = rows[0] if rows else []
+        if header != self.columns and not self._older(header):
             raise ConfigError(
                 f"{self.path}: its columns differ from this run's (other tools?); "
                 "use another --out or drop --resume"
             )
-        width = len(self.columns)
+        width = len(header)
         complete = [r for r in rows[1:] if r]  # blank lines are harmless
         for row in complete:
             if len(row) != width:
@@ -249,8 +255,12 @@ class ResultsWriter:
                     f"{self.path}: cannot resume: a record has {len(row)} cells, the header "
                     f"{width}; nothing was changed (repair the file, or use another --out)"
                 )
+        if header != self.columns:
+            at = {c: i for i, c in enumerate(header)}
+            complete = [[r[at[c]] if c in at else "" for c in self.columns] for r in complete]
+            self._upgrade(complete)
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
-        if end != len(data):
+        if header == self.columns and end != len(data):
             os.ftruncate(self._fd, end)
         image_at = self.columns.index("image")
         key_at = self.columns.index("key")
@@ -259,6 +269,37 @@ class ResultsWriter:
         for row in complete:
             if row[key_at] and not (row[status_at] == "error" and row[transient_at] == "1"):
                 self.done.add((row[image_at], row[key_at]))
+
+    def _older(self, header: list[str]) -> bool:
+        """Whether ``header`` is this run's columns without some optional ones (a CSV an
+        older version wrote), in the same order."""
+        have = set(header)
+        return (
+            len(have) == len(header)
+            and [c for c in self.columns if c in have] == header
+            and set(self.columns) - have <= self.optional
+        )
+
+    def _upgrade(self, rows: list[list[str]]) -> None:
+        """Replace the CSV with this run's header and ``rows`` (complete ones, already in
+        this run's columns): written beside it, flushed to disk, then renamed over it, so a
+        crash leaves the old file or the new one, never a mix."""
+        tmp = self.path.with_name(f".{self.path.name}.upgrade")
+        mode = self.path.stat().st_mode & 0o777
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+            try:
+                write_all(fd, _record(self.columns) + b"".join(_record(r) for r in rows))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise ConfigError(
+                f"{self.path}: cannot add this version's columns for --resume: "
+                f"{e.strerror or e}; nothing was changed"
+            ) from None
 
     def _ensure_open(self) -> None:
         if self._fd < 0:
