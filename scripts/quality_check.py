@@ -7,7 +7,12 @@ photos), caches the rows in .cache/realset/quality/ (keyed by the code, cards, p
 settings and images: any change reruns), and prints the goals table of bench.goals, the
 per-kind SRCC table and every clean image's judgement.
 
-    python scripts/quality_check.py [--kinds a,b] [--realset DIR] [--all-photos]
+    python scripts/quality_check.py [--kinds a,b] [--colour-kinds a,b] [--realset DIR]
+                                    [--all-photos]
+
+The colour kinds (default color_cast, posterize) are measured apart from --kinds: a recall
+row each (level 4-5 images where ``assess`` names a colour distortion, moderate or worse, or
+scores below 3.5) and their per-kind SRCC, outside the default goals' means.
 
 --synthetic: the earlier check of the default no-reference score on synthetic distortions.
 
