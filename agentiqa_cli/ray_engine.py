@@ -7,11 +7,14 @@ and runs the same ``run_batch`` as the local engine on the jobs it is given, ret
 image's ``Result`` and trace events as JSON. The driver streams them into the CSV and the
 trace as they arrive, so both have the same rows and keys as a local run.
 
-A worker that dies is restarted by Ray and its batch retried (Ray Data's defaults for actor
-pools retry without limit). So that an image that kills every worker it is given (a crash in
-a decoder or a tool, memory it cannot have) cannot stall the run, the driver counts the
-attempts per image (``Attempts``, a small actor every worker asks before it starts an
-image): once ``MAX_DEATHS`` workers died on an image, it is answered with an error row. If the
+Images travel in batches of ``BATCH`` (a batch per image costs Ray's per-task overhead on
+every image: half the local engine's throughput on 2 CPUs). A worker that dies is restarted
+by Ray and its batch retried, without limit (Ray Data's defaults for actor pools). So that an
+image that kills every worker it is given (a crash in a decoder or a tool, memory it cannot
+have) cannot stall the run, the driver keeps count (``Attempts``, a small actor the workers
+ask): a retried batch runs its images one at a time, each marked as started and finished,
+so a death is blamed on the one image that was running; an image that
+``MAX_DEATHS`` workers died on alone gets an error row instead of another worker. If the
 dataset still fails (the cluster went away), every image that has no row yet gets an error
 row marked transient, which ``--resume`` retries. No row is lost either way.
 
@@ -42,22 +45,37 @@ if TYPE_CHECKING:
     from agentiqa_cli.runtime import Runtime
 
 
-MAX_DEATHS = 2  # an image whose workers died this many times gets an error row instead
+BATCH = 8  # images per Ray task (fewer when there are fewer images than workers × BATCH)
+MAX_DEATHS = 2  # workers an image may kill while it runs alone before it gets an error row
 
 
 class Attempts:
-    """How often each image (by its index in the run) was handed to a worker: a Ray actor
-    of the driver's, asked by a worker before it starts the images of a batch."""
+    """The driver's count of what workers were given (a Ray actor they ask): batch attempts
+    per image (a second one means its worker died), and for images run alone, how often
+    one started without finishing (its worker died on it)."""
 
     def __init__(self) -> None:
-        self.counts: dict[int, int] = {}
+        self.batches: dict[int, int] = {}
+        self.started: dict[int, int] = {}
+        self.finished: dict[int, int] = {}
 
-    def begin(self, idx: list[int]) -> list[int]:
-        """Count one more attempt of each image; each image's attempts so far, this one
-        included."""
+    def begin(self, idx: list[int]) -> bool:
+        """A batch of these images starts: whether it is a retry (one of them was given
+        to a worker before)."""
+        retry = False
         for i in idx:
-            self.counts[i] = self.counts.get(i, 0) + 1
-        return [self.counts[i] for i in idx]
+            self.batches[i] = self.batches.get(i, 0) + 1
+            retry = retry or self.batches[i] > 1
+        return retry
+
+    def start(self, i: int) -> int:
+        """Image ``i`` starts alone: the workers that died on it alone before."""
+        deaths = self.started.get(i, 0) - self.finished.get(i, 0)
+        self.started[i] = self.started.get(i, 0) + 1
+        return deaths
+
+    def finish(self, i: int) -> None:
+        self.finished[i] = self.finished.get(i, 0) + 1
 
 
 @dataclass(frozen=True)
@@ -99,32 +117,21 @@ class RayWorker:
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         idx = [int(i) for i in batch["idx"]]
         jobs = [pickle.loads(b) for b in batch["job"]]
-        tries = self._attempts(idx)
+        index = {id(j): i for j, i in zip(jobs, idx, strict=True)}
         trace = _Collect()
         skipped: list[int] = []
         summary = BatchSummary()
-        # an image that killed a worker on each of its earlier attempts is not run again
-        for job, i, n in zip(jobs, idx, tries, strict=True):
-            if n > MAX_DEATHS:
-                self._given_up(job, i, n - 1, summary, trace, skipped)
-        index = {id(j): i for j, i in zip(jobs, idx, strict=True)}
-        todo = [j for j, n in zip(jobs, tries, strict=True) if n <= MAX_DEATHS]
-        if todo:
-            ran = self.loop.run_until_complete(
-                run_batch(
-                    todo,
-                    self.process,
-                    fingerprint=self.spec.fingerprint,
-                    decoder=self.rt.decoder,
-                    writer=None,
-                    trace=trace,
-                    concurrency=self.spec.settings.concurrency,
-                    done=self.spec.done,
-                    on_skip=lambda j: skipped.append(index[id(j)]),
-                )
-            )
-            summary.results += ran.results
-            summary.jobs += ran.jobs
+        ledger = self.attempts
+        if ledger is None or not _ray().get(ledger.begin.remote(idx)):
+            self._run(jobs, summary, trace, skipped, index)
+        else:  # its worker died: one image at a time, so the next death has one culprit
+            for job, i in zip(jobs, idx, strict=True):
+                deaths = _ray().get(ledger.start.remote(i))
+                if deaths >= MAX_DEATHS:
+                    self._given_up(job, i, deaths, summary, trace, skipped)
+                    continue
+                self._run([job], summary, trace, skipped, index)
+                ledger.finish.remote(i)
         by_key: dict[tuple[str | None, str | None], list[str]] = {}
         for e in trace.events:
             by_key.setdefault((e.image, e.key), []).append(e.model_dump_json(exclude_none=True))
@@ -133,11 +140,29 @@ class RayWorker:
         events = [by_key.get((r.image, r.key), []) for r in summary.results]
         return {"idx": out_idx, "result": results, "events": events + [[] for _ in skipped]}
 
-    def _attempts(self, idx: list[int]) -> list[int]:
-        if self.attempts is None:
-            return [1] * len(idx)
-        counted: list[int] = _ray().get(self.attempts.begin.remote(idx))
-        return counted
+    def _run(
+        self,
+        jobs: list[Job],
+        summary: BatchSummary,
+        trace: TraceWriter,
+        skipped: list[int],
+        index: dict[int, int],
+    ) -> None:
+        ran = self.loop.run_until_complete(
+            run_batch(
+                jobs,
+                self.process,
+                fingerprint=self.spec.fingerprint,
+                decoder=self.rt.decoder,
+                writer=None,
+                trace=trace,
+                concurrency=self.spec.settings.concurrency,
+                done=self.spec.done,
+                on_skip=lambda j: skipped.append(index[id(j)]),
+            )
+        )
+        summary.results += ran.results
+        summary.jobs += ran.jobs
 
     def _given_up(
         self,
@@ -148,7 +173,7 @@ class RayWorker:
         trace: TraceWriter,
         skipped: list[int],
     ) -> None:
-        """The error row of an image whose workers died ``deaths`` times while on it."""
+        """The error row of an image that ``deaths`` workers died on."""
         settings = self.spec.settings
         key = job_key(job, self.spec.fingerprint,
                       content_hashes(job, max_file_bytes(settings.max_pixels)))  # fmt: skip
@@ -158,8 +183,8 @@ class RayWorker:
         result = error_result(
             job,
             key,
-            f"the worker died {deaths} times while processing this image (a crash in a "
-            "decoder or tool, or out of memory); not tried again",
+            f"the worker died {deaths} times while processing this image alone (a crash in "
+            "a decoder or tool, or out of memory); not tried again",
         )
         trace.bind(job.name, key).emit("error", note=result.error)
         summary.results.append(result)
@@ -227,10 +252,11 @@ def _drive(
     items = [{"idx": i, "job": pickle.dumps(j)} for i, j in enumerate(jobs)]
     workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
     attempts = ray.remote(num_cpus=0)(Attempts).remote()
-    ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+    size = max(1, min(BATCH, -(-len(items) // workers)))  # a few images still use every worker
+    ds = ray.data.from_items(items, override_num_blocks=-(-len(items) // size)).map_batches(
         RayWorker,
         fn_constructor_kwargs={"spec": spec, "attempts": attempts},
-        batch_size=1,
+        batch_size=size,
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=workers),
         num_cpus=1,  # Ray Data restarts a dead actor and retries its batch (Attempts bounds it)
