@@ -340,6 +340,7 @@ def bench_vllm(n: int) -> None:
     _, dist = make_pairs(200, (512, 384))
     jobs = pair(discover([str(dist)]), None)[:n]
     header(f"5. assess against the tiny vLLM server on 127.0.0.1, {len(jobs)} images")
+    rates: dict[int, float] = {}
     with VLLMServer() as server:
         for conc in (1, 8):
             settings = Settings(vlm=server.base_url, model="tiny-qwen2vl", concurrency=conc,
@@ -353,9 +354,11 @@ def bench_vllm(n: int) -> None:
                 1, len(res)
             )
             calls = sum(r.usage.calls for r in res) / max(1, len(res))
+            rates[conc] = len(res) / dt
             print(
-                f"concurrency {conc}: {len(res) / dt:6.2f} images/s, {calls:.2f} VLM calls and {toks:.0f} tokens per image, {len(ok)}/{len(res)} ok"
+                f"concurrency {conc}: {len(res) / dt:6.3f} images/s, {calls:.2f} VLM calls and {toks:.0f} tokens per image, {len(ok)}/{len(res)} ok"
             )
+    print(f"concurrency 8 vs 1: {rates[8] / rates[1]:.2f}× images/s (goal ≥ 3×)")
 
 
 async def _assess_all(settings: object, jobs: list[object]) -> object:
