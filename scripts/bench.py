@@ -7,9 +7,10 @@ Not a test: it prints numbers. Sections (each says what it compares):
   2. score with the default no-reference set on the same 200 images;
   3. the built-in signal detectors on one 1024×768 image, per detector;
   4. the agent with an instant fake VLM on 100 images and one query: VLM calls and tokens
-     per image, and the agent's overhead per image on top of the tools it ran;
-  5. the HTTP backend against the tiny vLLM server (when .venv-vllm exists): images/s at
-     concurrency 1 vs 8, tokens per image, backend overhead per request;
+     per image, and the agent's overhead per image on top of the tools it ran (wall and CPU);
+  5. `assess` against the tiny vLLM server (when .venv-vllm exists): images/s at concurrency
+     1 vs 8 on the same images (1 runs the first and last half, 8 all of them in between, so
+     a drift of the shared machine's load falls on both), calls and tokens per image;
   6. eval-bench synth on the photos bundled with scikit-image: the rules agent against
      every weight-free no-reference tool;
   7. evaluate (issue 12): the few-sample verdict against the whole folder's tier on 300-image
@@ -334,40 +335,50 @@ def bench_vllm(n: int) -> None:
     if why:
         header(f"5. vLLM server: skipped ({why}; run `make vllm-env`)")
         return
-    from agentiqa_cli.config import Settings
     from agentiqa_cli.imaging.discover import discover, pair
 
     _, dist = make_pairs(200, (512, 384))
     jobs = pair(discover([str(dist)]), None)[:n]
-    header(f"5. assess against the tiny vLLM server on 127.0.0.1, {len(jobs)} images")
-    rates: dict[int, float] = {}
+    header(f"5. assess against the tiny vLLM server on 127.0.0.1, {len(jobs)} images at concurrency "
+           "1 and 8 (1: first and last half, 8 in between, so a shared machine's load drifts on both)")  # fmt: skip
+    half = len(jobs) // 2
     with VLLMServer() as server:
-        for conc in (1, 8):
-            settings = Settings(vlm=server.base_url, model="tiny-qwen2vl", concurrency=conc,
-                                vlm_fallback="none", timeout=120)  # fmt: skip
-            t0 = time.perf_counter()
-            summary = asyncio.run(_assess_all(settings, jobs))
-            dt = time.perf_counter() - t0
-            res = summary.results  # type: ignore[attr-defined]
-            ok = [r for r in res if r.status == "ok"]
-            toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in res) / max(
-                1, len(res)
-            )
-            calls = sum(r.usage.calls for r in res) / max(1, len(res))
-            rates[conc] = len(res) / dt
-            print(
-                f"concurrency {conc}: {len(res) / dt:6.3f} images/s, {calls:.2f} VLM calls and {toks:.0f} tokens per image, {len(ok)}/{len(res)} ok"
-            )
+        summaries, times = asyncio.run(_assess_interleaved(server.base_url, jobs, half))
+    rates = {c: len(jobs) / times[c] for c in (1, 8)}
+    for conc in (1, 8):
+        res = summaries[conc]
+        ok = [r for r in res if r.status == "ok"]  # type: ignore[attr-defined]
+        toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in res) / max(
+            1, len(res)
+        )  # type: ignore[attr-defined]
+        calls = sum(r.usage.calls for r in res) / max(1, len(res))  # type: ignore[attr-defined]
+        print(f"concurrency {conc}: {rates[conc]:6.3f} images/s ({times[conc]:.0f} s), {calls:.2f} VLM calls and "
+              f"{toks:.0f} tokens per image, {len(ok)}/{len(res)} ok")  # fmt: skip
     print(f"concurrency 8 vs 1: {rates[8] / rates[1]:.2f}× images/s (goal ≥ 3×)")
 
 
-async def _assess_all(settings: object, jobs: list[object]) -> object:
+async def _assess_interleaved(
+    url: str, jobs: list[object], half: int
+) -> tuple[dict[int, list[object]], dict[int, float]]:
+    """The same images at concurrency 1 (one agent: one plan for all its images) and 8."""
+    from agentiqa_cli.config import Settings
     from agentiqa_cli.io.trace import TraceWriter
     from agentiqa_cli.runtime import Runtime
 
-    async with Runtime(settings) as rt:  # type: ignore[arg-type]
-        agent = await rt.agent()
-        return await rt.run(jobs, agent, command="assess", trace=TraceWriter(None))  # type: ignore[arg-type]
+    def settings(conc: int) -> Settings:
+        return Settings(vlm=url, model="tiny-qwen2vl", concurrency=conc, vlm_fallback="none",
+                        timeout=600)  # fmt: skip
+
+    results: dict[int, list[object]] = {1: [], 8: []}
+    times = {1: 0.0, 8: 0.0}
+    async with Runtime(settings(1)) as one, Runtime(settings(8)) as eight:
+        agents = {1: await one.agent(), 8: await eight.agent()}
+        for conc, part, rt in ((1, jobs[:half], one), (8, jobs, eight), (1, jobs[half:], one)):
+            t0 = time.perf_counter()
+            summary = await rt.run(part, agents[conc], command="assess", trace=TraceWriter(None))  # type: ignore[arg-type]
+            times[conc] += time.perf_counter() - t0
+            results[conc] += summary.results
+    return results, times
 
 
 def bench_synth() -> None:
