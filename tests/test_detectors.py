@@ -385,3 +385,98 @@ def test_dilate_is_scipys_binary_dilation() -> None:
         mask = rng.random(shape) > 0.93
         for n in (1, 2, 3):
             assert np.array_equal(dilate(mask, n), ndimage.binary_dilation(mask, iterations=n))
+
+
+def _dithered(side: int = 256) -> np.ndarray:
+    """A pixel-art wallpaper: a flat tan fill under a one-pixel checkerboard dither, with a
+    patch of a coarser three-pixel pattern (periods 2 and 3, as in a downscaled design)."""
+    y, x = np.mgrid[0:side, 0:side]
+    px = np.full((side, side, 3), (0.78, 0.6, 0.48), np.float32)
+    px += (0.06 * (((x + y) % 2) * 2 - 1))[..., None].astype(np.float32)
+    patch = (slice(64, 192), slice(64, 192))
+    px[patch] += (0.05 * ((x[patch] // 3 + y[patch] // 3) % 2 * 2 - 1))[..., None]
+    return np.clip(px, 0, 1)
+
+
+def test_regular_dither_is_not_noise_and_noise_on_it_is(cards):
+    px = _dithered()
+    clean = DETECTORS["noise"](_img(px))
+    assert clean < 0.004, clean  # the operator alone reads the dither as sigma ~0.09
+    assert not _visible(findings({"noise": clean}, cards), "Noise")
+    rng = np.random.default_rng(7)
+    noisy = np.clip(px + 0.04 * rng.standard_normal(px.shape[:2])[..., None], 0, 1)
+    sigma = DETECTORS["noise"](_img(noisy.astype(np.float32)))
+    assert 0.03 < sigma < 0.05, sigma  # independent noise on the pattern is still read
+    assert _visible(findings({"noise": sigma}, cards), "Noise")
+
+
+def test_saturated_dark_hue_at_full_strength_is_not_underexposed(cards):
+    # a purple-blue gradient whose blue reaches 0.95: luma tops out near 0.3, yet the
+    # brightest channel is near full scale
+    y, x = np.mgrid[0:300, 0:400].astype(np.float32)
+    t = (x / 400 + y / 300) / 2
+    px = np.stack([0.15 + 0.3 * t, 0.05 + 0.15 * t, 0.35 + 0.6 * t], -1).astype(np.float32)
+    assert float(np.percentile(px @ np.array([0.299, 0.587, 0.114]), 99.9)) < 0.4
+    assert not _visible(findings(detect_all(_img(px)), cards), "Brightness change")
+    # the same gradient darkened to a third: now even its brightest channel is dark
+    assert _visible(findings(detect_all(_img(px * 0.3)), cards), "Brightness change")
+
+
+def test_clipped_channel_over_exposes_a_colourful_sky(cards):
+    # a textured blue sky brightened: the blue channel reaches full scale over most of
+    # it while luma stays near 0.6, which luma-based whites would not count
+    rng = np.random.default_rng(3)
+    grain = ndimage.gaussian_filter(rng.standard_normal((300, 400)).astype(np.float32), 2.0)
+    sky = np.stack([0.1 + 0.2 * grain, 0.3 + 0.2 * grain, 0.5 + 0.2 * grain], -1)
+    sky = np.clip(sky, 0, 1).astype(np.float32)
+    assert not _visible(findings(detect_all(_img(sky)), cards), "Brightness change")
+    bright = np.clip(sky * 2.7, 0, 1)
+    assert float((bright @ np.array([0.299, 0.587, 0.114])).mean()) < 0.8
+    assert _visible(findings(detect_all(_img(bright)), cards), "Brightness change")
+
+
+def _flat_symbols(h: int = 320, w: int = 480) -> np.ndarray:
+    """A flat saturated green with slightly darker crisp-edged symbols (a flat design)."""
+    px = np.full((h, w, 3), (0.18, 0.70, 0.52), np.float32)
+    for i, (yy, xx) in enumerate(itertools.product(range(20, h - 20, 40), range(20, w - 20, 40))):
+        if i % 3:
+            px[yy : yy + 12, xx : xx + 12] = (0.14, 0.62, 0.46)
+    return px
+
+
+def test_flat_saturated_design_with_crisp_edges_is_not_low_contrast_or_blurry(cards):
+    px = _flat_symbols()
+    found = findings(detect_all(_img(px)), cards)
+    assert not _visible(found, "Contrast"), found
+    assert not _visible(found, "Blurs"), found
+    # a loss of contrast pulls its colours towards one grey: that is low contrast
+    flat = distort(px, "contrast", 5, np.random.default_rng(0))
+    assert _visible(findings(detect_all(_img(flat)), cards), "Contrast")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_linear_motion_blur_is_found_at_any_angle_with_its_length(photo, cards, seed):
+    from agentiqa_cli.tools.detectors import motion_length
+
+    assert motion_length(_img(photo)) == 0.0
+    for level, length in ((2, 9), (4, 23)):  # bench.synth: a line of that length, random angle
+        smeared = distort(photo, "motion_blur", level, np.random.default_rng(seed))
+        img = _img(smeared)
+        assert abs(motion_length(img) - length) <= 1.5, (seed, length, motion_length(img))
+        assert _visible(findings(detect_all(img), cards), "Blurs")
+
+
+def test_pixelation_and_crisp_oblique_edges_are_not_motion_blur(photo, cards):
+    from agentiqa_cli.tools.detectors import motion_length
+
+    blocky = distort(photo, "pixelate", 2, np.random.default_rng(0))
+    assert DETECTORS["sharpness"](_img(blocky)) > 0.7  # its blocks are crisp
+    # crisp bands of uneven widths all running at 15-25° to the rows (a facade of panels):
+    # seen along the rows each edge is a ramp of ~3 px, yet nothing is smeared
+    y, x = np.mgrid[0:360, 0:540].astype(np.float32)
+    edges = np.cumsum(np.random.default_rng(2).uniform(12, 40, 40)) - 200
+    v = y - np.tan(np.radians(20)) * x + 0.0003 * (x - 270) ** 2
+    bands = (np.searchsorted(edges, v) % 2).astype(np.float32)
+    px = np.repeat((0.1 + 0.8 * bands)[..., None], 3, axis=-1)
+    assert motion_length(_img(px)) == 0.0
+    assert not _visible(findings(detect_all(_img(px)), cards), "Blurs")

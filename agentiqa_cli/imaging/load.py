@@ -97,6 +97,18 @@ class LoadedImage:
             return self.pixels[start:stop]
         return _unit_float(self._rgb8[start:stop])
 
+    def rows_max(self, start: int, stop: int) -> F32:
+        """The brightest channel of ``pixels[start:stop]`` (an H×W plane), taken on the 8-bit
+        pixels when they are kept (max commutes with the scaling to [0, 1])."""
+        if self._pixels is not None or self._rgb8 is None:
+            p = self.pixels[start:stop]
+            return np.maximum(np.maximum(p[..., 0], p[..., 1]), p[..., 2])
+        # three planes compared pairwise: several times faster than a max over the last axis
+        a = self._rgb8[start:stop]
+        out = np.maximum(np.maximum(a[..., 0], a[..., 1]), a[..., 2]).astype(np.float32)
+        out /= np.float32(255.0)
+        return out
+
     def strided(self, step: int) -> F32:
         """``pixels[::step, ::step]`` without making the whole float image."""
         if self._pixels is not None or self._rgb8 is None:

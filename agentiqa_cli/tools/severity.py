@@ -47,15 +47,19 @@ CATEGORY: dict[str, tuple[Category, _Reason]] = {
     "blockiness": ("Compression", lambda v: f"8×8 block-grid steps stand out by {v:.2f}"),
     "underexposure": (
         "Brightness change",
-        lambda v: f"even the highlights only reach luma {v:.2f} (99.9th percentile)",
+        lambda v: f"even the highlights only reach {v:.2f} of full scale (brightest channel)",
     ),
     "overexposure": (
         "Brightness change",
         lambda v: (
-            f"blown highlights {v:.2f} (clipped white areas, plus half the near-white shoulder)"
+            f"clipped highlights {v:.2f} (areas with a channel at full scale, plus half the"
+            " near-white shoulder)"
         ),
     ),
-    "contrast": ("Contrast", lambda v: f"tonal spread {v:.2f} (widest channel, 0.5th-99.5th)"),
+    "contrast": (
+        "Contrast",
+        lambda v: f"tonal spread {v:.2f} (darkest to brightest channel value, 0.5th-99.5th)",
+    ),
     "posterization": (
         "Color distortions",
         lambda v: f"posterized: tones {2**v:.0f} codes apart on average (banding)",
