@@ -192,7 +192,7 @@ def test_fine_level_uses_similar_records(tmp_path: Path) -> None:
     tie = {"wins": np.zeros((3, 3)).tolist(), "ties": (1 - np.eye(3)).tolist()}
     # ties only: the coarse level cannot tell the tools apart and abstains
     recs = [r.model_copy(update=tie) for r in records(2)]
-    recs += [r.model_copy(update={**tie, "best": "sharpness", "profile": [0.0, 1.0] + [0.0] * 8})
+    recs += [r.model_copy(update={**tie, "best": "sharpness", "profile": [0.0, 1.0] + [0.0] * (len(DETECTORS) - 2)})
              for r in records(3, seed=5)]  # fmt: skip
     pool = write_pool(tmp_path / "p.db", meta(), recs)
     assert not pool.entries["NR|Noise"].significant

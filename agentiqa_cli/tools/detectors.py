@@ -709,8 +709,9 @@ def posterization(image: LoadedImage) -> float:
     bits, 5.2 for 3 bits, 8 for 1 bit. Smooth gradients become flat bands with steps
     between them (false contours). Flat fills in a graphic do not count as long as some
     tones in between exist (antialiased edges, gradients); a channel holding one code only
-    has no gradation to judge. Recompressing a posterized image (JPEG) fills the gaps and
-    lowers the reading.
+    has no gradation to judge. Only a posterized image still as it was quantized is read:
+    re-encoding it as JPEG (even at quality 95) or resizing it fills the empty codes and the
+    reading falls to 0; false contours in a recompressed image are not measured here.
     """
     codes = np.rint(_sample(image) * np.float32(255.0)).astype(np.intp)
     steps = []
