@@ -206,32 +206,42 @@ async def run_batch(
         queue.put_nowait(j)
     t_start = time.perf_counter()
 
+    def open_job(job: Job, keyed: list[str]) -> tuple[LoadedImage, LoadedImage | None] | None:
+        """In a worker thread, one hand-off per image: the job's key (into ``keyed``, for
+        its error row), then its decoded image and reference, or None when its row is done."""
+        hashes = content_hashes(job, max_file_bytes(decoder.max_pixels))
+        keyed.append(job_key(job, fingerprint, hashes))
+        if done is not None and done(job.name, keyed[0]):
+            return None
+        image, ref = decoder.decode(job)
+        decoded = [image.sha256] + ([ref.sha256] if ref is not None else [])
+        if decoded != hashes:  # the file changed between hashing and decoding
+            keyed[0] = job_key(job, fingerprint, decoded)
+        return image, ref
+
     async def one(job: Job) -> None:
         t0 = time.perf_counter()
-        hashes = await asyncio.to_thread(content_hashes, job, max_file_bytes(decoder.max_pixels))
-        key = job_key(job, fingerprint, hashes)
-        if done is not None and done(job.name, key):
-            summary.skipped += 1
-            if on_skip:
-                on_skip(job)
-            return
+        keyed: list[str] = []
         usage = Usage()  # calls made before a failure still count on the error row
         try:
-            image, ref = await asyncio.to_thread(decoder.decode, job)
-            decoded = [image.sha256] + ([ref.sha256] if ref is not None else [])
-            if decoded != hashes:  # the file changed between hashing and decoding
-                key = job_key(job, fingerprint, decoded)
-            pair = Pair(job, image, ref, key, trace.bind(job.name, key), usage)
+            opened = await asyncio.to_thread(open_job, job, keyed)
+            if opened is None:
+                summary.skipped += 1
+                if on_skip:
+                    on_skip(job)
+                return
+            image, ref = opened
+            pair = Pair(job, image, ref, keyed[0], trace.bind(job.name, keyed[0]), usage)
             result = await process(pair)
         except OutputWriteError:
             raise  # the disk is full: stop, the rows so far are complete
         except AgentIQAError as e:
-            result = error_result(job, key, str(e), time.perf_counter() - t0)
+            result = error_result(job, _key(keyed), str(e), time.perf_counter() - t0)
             result.transient = not isinstance(e, ImageError)
             result.usage = usage
         except Exception as e:
             result = error_result(
-                job, key, f"internal error: {type(e).__name__}: {e}", time.perf_counter() - t0
+                job, _key(keyed), f"internal error: {type(e).__name__}: {e}", time.perf_counter() - t0
             )
             result.transient = True
             result.usage = usage
@@ -251,3 +261,8 @@ async def run_batch(
     await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     summary.seconds = time.perf_counter() - t_start
     return summary
+
+
+def _key(keyed: list[str]) -> str:
+    """The key ``open_job`` made, or none if it failed before (the row says why)."""
+    return keyed[0] if keyed else ""

@@ -7,9 +7,16 @@ and runs the same ``run_batch`` as the local engine on the jobs it is given, ret
 image's ``Result`` and trace events as JSON. The driver streams them into the CSV and the
 trace as they arrive, so both have the same rows and keys as a local run.
 
-A worker that dies is restarted by Ray and its batch retried (Ray Data's defaults for actor
-pools); if the dataset still fails (the cluster went away), every image that has no row yet
-gets an error row marked transient, which ``--resume`` retries. No row is lost either way.
+Images travel in batches of ``BATCH`` (a batch per image costs Ray's per-task overhead on
+every image: half the local engine's throughput on 2 CPUs). A worker that dies is restarted
+by Ray and its batch retried, without limit (Ray Data's defaults for actor pools). So that an
+image that kills every worker it is given (a crash in a decoder or a tool, memory it cannot
+have) cannot stall the run, the driver keeps count (``Attempts``, a small actor the workers
+ask): a retried batch runs its images one at a time, each marked as started and finished,
+so a death is blamed on the one image that was running; an image that
+``MAX_DEATHS`` workers died on alone gets an error row instead of another worker. If the
+dataset still fails (the cluster went away), every image that has no row yet gets an error
+row marked transient, which ``--resume`` retries. No row is lost either way.
 
 Ray is an optional extra (``pip install agentiqa[ray]``); the local engine never imports it.
 Every node needs agentiqa installed (or ``ray_address`` pointing at a cluster whose runtime
@@ -38,6 +45,39 @@ if TYPE_CHECKING:
     from agentiqa_cli.runtime import Runtime
 
 
+BATCH = 8  # images per Ray task (fewer when there are fewer images than workers × BATCH)
+MAX_DEATHS = 2  # workers an image may kill while it runs alone before it gets an error row
+
+
+class Attempts:
+    """The driver's count of what workers were given (a Ray actor they ask): batch attempts
+    per image (a second one means its worker died), and for images run alone, how often
+    one started without finishing (its worker died on it)."""
+
+    def __init__(self) -> None:
+        self.batches: dict[int, int] = {}
+        self.started: dict[int, int] = {}
+        self.finished: dict[int, int] = {}
+
+    def begin(self, idx: list[int]) -> bool:
+        """A batch of these images starts: whether it is a retry (one of them was given
+        to a worker before)."""
+        retry = False
+        for i in idx:
+            self.batches[i] = self.batches.get(i, 0) + 1
+            retry = retry or self.batches[i] > 1
+        return retry
+
+    def start(self, i: int) -> int:
+        """Image ``i`` starts alone: the workers that died on it alone before."""
+        deaths = self.started.get(i, 0) - self.finished.get(i, 0)
+        self.started[i] = self.started.get(i, 0) + 1
+        return deaths
+
+    def finish(self, i: int) -> None:
+        self.finished[i] = self.finished.get(i, 0) + 1
+
+
 @dataclass(frozen=True)
 class WorkSpec:
     """What a worker needs to rebuild the driver's process: its settings and the command's
@@ -64,21 +104,51 @@ class _Collect(TraceWriter):
 class RayWorker:
     """One Ray actor: a Runtime built once, then batches of jobs through ``run_batch``."""
 
-    def __init__(self, spec: WorkSpec):
+    def __init__(self, spec: WorkSpec, attempts: Any = None):
         from agentiqa_cli.runtime import Runtime
 
         self.spec = spec
+        self.attempts = attempts  # the driver's ``Attempts`` actor (None: not counted)
         self.loop = asyncio.new_event_loop()
         self.rt = Runtime(spec.settings.model_copy(update={"engine": "local"}))
         self.loop.run_until_complete(self.rt.__aenter__())
         self.process = self.loop.run_until_complete(spec.build(self.rt))
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        idx = [int(i) for i in batch["idx"]]
         jobs = [pickle.loads(b) for b in batch["job"]]
+        index = {id(j): i for j, i in zip(jobs, idx, strict=True)}
         trace = _Collect()
         skipped: list[int] = []
-        index = {id(j): int(i) for j, i in zip(jobs, batch["idx"], strict=True)}
-        summary = self.loop.run_until_complete(
+        summary = BatchSummary()
+        ledger = self.attempts
+        if ledger is None or not _ray().get(ledger.begin.remote(idx)):
+            self._run(jobs, summary, trace, skipped, index)
+        else:  # its worker died: one image at a time, so the next death has one culprit
+            for job, i in zip(jobs, idx, strict=True):
+                deaths = _ray().get(ledger.start.remote(i))
+                if deaths >= MAX_DEATHS:
+                    self._given_up(job, i, deaths, summary, trace, skipped)
+                    continue
+                self._run([job], summary, trace, skipped, index)
+                ledger.finish.remote(i)
+        by_key: dict[tuple[str | None, str | None], list[str]] = {}
+        for e in trace.events:
+            by_key.setdefault((e.image, e.key), []).append(e.model_dump_json(exclude_none=True))
+        out_idx = [index[id(j)] for j in summary.jobs] + skipped
+        results = [r.model_dump_json() for r in summary.results] + [""] * len(skipped)
+        events = [by_key.get((r.image, r.key), []) for r in summary.results]
+        return {"idx": out_idx, "result": results, "events": events + [[] for _ in skipped]}
+
+    def _run(
+        self,
+        jobs: list[Job],
+        summary: BatchSummary,
+        trace: TraceWriter,
+        skipped: list[int],
+        index: dict[int, int],
+    ) -> None:
+        ran = self.loop.run_until_complete(
             run_batch(
                 jobs,
                 self.process,
@@ -91,13 +161,34 @@ class RayWorker:
                 on_skip=lambda j: skipped.append(index[id(j)]),
             )
         )
-        by_key: dict[tuple[str | None, str | None], list[str]] = {}
-        for e in trace.events:
-            by_key.setdefault((e.image, e.key), []).append(e.model_dump_json(exclude_none=True))
-        idx = [index[id(j)] for j in summary.jobs] + skipped
-        results = [r.model_dump_json() for r in summary.results] + [""] * len(skipped)
-        events = [by_key.get((r.image, r.key), []) for r in summary.results]
-        return {"idx": idx, "result": results, "events": events + [[] for _ in skipped]}
+        summary.results += ran.results
+        summary.jobs += ran.jobs
+
+    def _given_up(
+        self,
+        job: Job,
+        i: int,
+        deaths: int,
+        summary: BatchSummary,
+        trace: TraceWriter,
+        skipped: list[int],
+    ) -> None:
+        """The error row of an image that ``deaths`` workers died on."""
+        settings = self.spec.settings
+        key = job_key(job, self.spec.fingerprint,
+                      content_hashes(job, max_file_bytes(settings.max_pixels)))  # fmt: skip
+        if self.spec.done(job.name, key):
+            skipped.append(i)
+            return
+        result = error_result(
+            job,
+            key,
+            f"the worker died {deaths} times while processing this image alone (a crash in "
+            "a decoder or tool, or out of memory); not tried again",
+        )
+        trace.bind(job.name, key).emit("error", note=result.error)
+        summary.results.append(result)
+        summary.jobs.append(job)
 
 
 def _ray() -> Any:
@@ -160,13 +251,15 @@ def _drive(
     ctx.execution_options.preserve_order = False
     items = [{"idx": i, "job": pickle.dumps(j)} for i, j in enumerate(jobs)]
     workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+    attempts = ray.remote(num_cpus=0)(Attempts).remote()
+    size = max(1, min(BATCH, -(-len(items) // workers)))  # a few images still use every worker
+    ds = ray.data.from_items(items, override_num_blocks=-(-len(items) // size)).map_batches(
         RayWorker,
-        fn_constructor_kwargs={"spec": spec},
-        batch_size=1,
+        fn_constructor_kwargs={"spec": spec, "attempts": attempts},
+        batch_size=size,
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=workers),
-        num_cpus=1,  # Ray Data restarts a dead actor and retries its batch (its defaults)
+        num_cpus=1,  # Ray Data restarts a dead actor and retries its batch (Attempts bounds it)
     )
     seen: set[int] = set()
     failure = ""

@@ -7,15 +7,19 @@ Not a test: it prints numbers. Sections (each says what it compares):
   2. score with the default no-reference set on the same 200 images;
   3. the built-in signal detectors on one 1024×768 image, per detector;
   4. the agent with an instant fake VLM on 100 images and one query: VLM calls and tokens
-     per image, and the agent's overhead per image on top of the tools it ran;
-  5. the HTTP backend against the tiny vLLM server (when .venv-vllm exists): images/s at
-     concurrency 1 vs 8, tokens per image, backend overhead per request;
+     per image, and the agent's overhead per image on top of the tools it ran (wall and CPU);
+  5. `assess` against the tiny vLLM server (when .venv-vllm exists): images/s at concurrency
+     1 vs 8 on the same images (1 runs the first and last half, 8 all of them in between, so
+     a drift of the shared machine's load falls on both), calls and tokens per image;
   6. eval-bench synth on the photos bundled with scikit-image: the rules agent against
      every weight-free no-reference tool;
   7. evaluate (issue 12): the few-sample verdict against the whole folder's tier on 300-image
      collections of known quality, 10 seeds each: agreement, samples and time used;
   8. one process: `score` on one image with the default set (wall, CPU, peak RSS) against a
-     bare `import torch, pyiqa`, and peak RSS on a 16 MP photo against its float pixels.
+     bare `import torch, pyiqa`, and peak RSS on a 16 MP photo against its float pixels;
+  9. `--engine ray` on a local Ray instance with 2 CPUs against the local engine, `score` with
+     the default set on the same 200 images: throughput once rows flow, Ray's start-up apart,
+     and the rows compared.
 """
 
 from __future__ import annotations
@@ -331,37 +335,50 @@ def bench_vllm(n: int) -> None:
     if why:
         header(f"5. vLLM server: skipped ({why}; run `make vllm-env`)")
         return
-    from agentiqa_cli.config import Settings
     from agentiqa_cli.imaging.discover import discover, pair
 
     _, dist = make_pairs(200, (512, 384))
     jobs = pair(discover([str(dist)]), None)[:n]
-    header(f"5. assess against the tiny vLLM server on 127.0.0.1, {len(jobs)} images")
+    header(f"5. assess against the tiny vLLM server on 127.0.0.1, {len(jobs)} images at concurrency "
+           "1 and 8 (1: first and last half, 8 in between, so a shared machine's load drifts on both)")  # fmt: skip
+    half = len(jobs) // 2
     with VLLMServer() as server:
-        for conc in (1, 8):
-            settings = Settings(vlm=server.base_url, model="tiny-qwen2vl", concurrency=conc,
-                                vlm_fallback="none", timeout=120)  # fmt: skip
-            t0 = time.perf_counter()
-            summary = asyncio.run(_assess_all(settings, jobs))
-            dt = time.perf_counter() - t0
-            res = summary.results  # type: ignore[attr-defined]
-            ok = [r for r in res if r.status == "ok"]
-            toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in res) / max(
-                1, len(res)
-            )
-            calls = sum(r.usage.calls for r in res) / max(1, len(res))
-            print(
-                f"concurrency {conc}: {len(res) / dt:6.2f} images/s, {calls:.2f} VLM calls and {toks:.0f} tokens per image, {len(ok)}/{len(res)} ok"
-            )
+        summaries, times = asyncio.run(_assess_interleaved(server.base_url, jobs, half))
+    rates = {c: len(jobs) / times[c] for c in (1, 8)}
+    for conc in (1, 8):
+        res = summaries[conc]
+        ok = [r for r in res if r.status == "ok"]  # type: ignore[attr-defined]
+        toks = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in res) / max(
+            1, len(res)
+        )  # type: ignore[attr-defined]
+        calls = sum(r.usage.calls for r in res) / max(1, len(res))  # type: ignore[attr-defined]
+        print(f"concurrency {conc}: {rates[conc]:6.3f} images/s ({times[conc]:.0f} s), {calls:.2f} VLM calls and "
+              f"{toks:.0f} tokens per image, {len(ok)}/{len(res)} ok")  # fmt: skip
+    print(f"concurrency 8 vs 1: {rates[8] / rates[1]:.2f}× images/s (goal ≥ 3×)")
 
 
-async def _assess_all(settings: object, jobs: list[object]) -> object:
+async def _assess_interleaved(
+    url: str, jobs: list[object], half: int
+) -> tuple[dict[int, list[object]], dict[int, float]]:
+    """The same images at concurrency 1 (one agent: one plan for all its images) and 8."""
+    from agentiqa_cli.config import Settings
     from agentiqa_cli.io.trace import TraceWriter
     from agentiqa_cli.runtime import Runtime
 
-    async with Runtime(settings) as rt:  # type: ignore[arg-type]
-        agent = await rt.agent()
-        return await rt.run(jobs, agent, command="assess", trace=TraceWriter(None))  # type: ignore[arg-type]
+    def settings(conc: int) -> Settings:
+        return Settings(vlm=url, model="tiny-qwen2vl", concurrency=conc, vlm_fallback="none",
+                        timeout=600)  # fmt: skip
+
+    results: dict[int, list[object]] = {1: [], 8: []}
+    times = {1: 0.0, 8: 0.0}
+    async with Runtime(settings(1)) as one, Runtime(settings(8)) as eight:
+        agents = {1: await one.agent(), 8: await eight.agent()}
+        for conc, part, rt in ((1, jobs[:half], one), (8, jobs, eight), (1, jobs[half:], one)):
+            t0 = time.perf_counter()
+            summary = await rt.run(part, agents[conc], command="assess", trace=TraceWriter(None))  # type: ignore[arg-type]
+            times[conc] += time.perf_counter() - t0
+            results[conc] += summary.results
+    return results, times
 
 
 def bench_synth() -> None:
@@ -425,6 +442,64 @@ def bench_evaluate(n: int = 300, seeds: int = 10) -> None:
           "95% interval lies inside one tier (the others say it spans two)")  # fmt: skip
 
 
+def bench_ray(n: int) -> None:
+    """Ray's start-up (ray.init, then its workers building their runtimes before the first
+    row) is reported apart from its throughput once rows flow, measured as the local
+    engine's is: rows per second after the first fifth of them arrived."""
+    try:
+        import ray
+    except ImportError:
+        header("9. Ray engine: skipped (pip install 'agentiqa[ray]')")
+        return
+    import functools
+
+    from agentiqa_cli.cli.run import scorer_of
+    from agentiqa_cli.config import Settings
+    from agentiqa_cli.imaging.discover import discover, pair
+    from agentiqa_cli.io.trace import TraceWriter
+    from agentiqa_cli.runtime import Runtime
+
+    _, dist = make_pairs(200, (512, 384))
+    jobs = pair(discover([str(dist)]), None)[:n]
+    header(f"9. --engine ray (local instance, 2 CPUs) vs the local engine: score, default set, "
+           f"{len(jobs)} images")  # fmt: skip
+    t0 = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    t_init = time.perf_counter() - t0
+
+    async def go(engine: str) -> tuple[list[object], float, list[float]]:
+        stamps: list[float] = []
+        async with Runtime(Settings(engine=engine)) as rt:  # type: ignore[arg-type]
+            cards = rt.score_cards(False)
+            remote = functools.partial(scorer_of, tuple(c.name for c in cards))
+            t0 = time.perf_counter()
+            summary = await rt.run(jobs, rt.scorer(cards), command="score", trace=TraceWriter(None),
+                                   remote=remote, on_result=lambda r: stamps.append(time.perf_counter()))  # fmt: skip
+        return summary.results, t0, stamps
+
+    try:
+        figures, rows = {}, {}
+        for engine in ("local", "ray"):
+            results, start, stamps = asyncio.run(go(engine))
+            k = len(stamps) // 5
+            steady = (len(stamps) - 1 - k) / (stamps[-1] - stamps[k])
+            figures[engine] = (steady, stamps[0] - start, stamps[-1] - start)
+            rows[engine] = {r.image: (r.key, r.status, r.score, r.level,  # type: ignore[attr-defined]
+                                      [(t.tool, t.raw, t.norm) for t in r.tools])  # type: ignore[attr-defined]
+                            for r in results}  # fmt: skip
+    finally:
+        ray.shutdown()
+    for engine, (steady, first, total) in figures.items():
+        print(f"{engine:6s}: {steady:6.1f} images/s once rows flow; first row after {first:5.2f} s, "
+              f"all {len(jobs)} after {total:5.2f} s")  # fmt: skip
+    same = rows["local"] == rows["ray"]
+    print(f"Ray start-up: ray.init {t_init:.2f} s, then {figures['ray'][1]:.2f} s to the first row "
+          "(its workers start and build their runtimes)")  # fmt: skip
+    print(f"Ray / local throughput once rows flow: {figures['ray'][0] / figures['local'][0]:.2f}× "
+          f"(goal ≥ 0.8×); rows {'identical' if same else 'DIFFERENT'} (key, status, score, level, "
+          "every tool's raw and 1-5 score)")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -433,7 +508,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", type=int, help="section numbers to run")
     args = ap.parse_args()
     sections = {1: lambda: bench_score(args.images), 3: bench_detectors, 4: lambda: bench_agent(100),
-                5: lambda: bench_vllm(8), 6: bench_synth, 7: bench_evaluate, 8: bench_process}  # fmt: skip
+                5: lambda: bench_vllm(8), 6: bench_synth, 7: bench_evaluate, 8: bench_process,
+                9: lambda: bench_ray(args.images)}  # fmt: skip
     for k, fn in sections.items():
         if args.only and k not in args.only and not (k == 1 and 2 in args.only):
             continue

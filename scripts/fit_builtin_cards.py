@@ -13,6 +13,7 @@ Procedure (deterministic; see agentiqa_cli/bench/builtin_fit.py for the pseudo-M
 
     python scripts/fit_builtin_cards.py [--cards tool_cards] [--fitset scripts/fitset.yaml]
                                         [--cache .cache/fitset] [--skimage-only] [--dry-run]
+                                        [--only NAME,...]
 
 The fit set's downloads, working copies and distorted images are cached in --cache.
 """
@@ -87,7 +88,13 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "fitset")
     ap.add_argument("--skimage-only", action="store_true", help="the scikit-image photos only")
     ap.add_argument("--dry-run", action="store_true", help="print the fits, write nothing")
+    ap.add_argument("--only", default="", help="refit only these detectors' cards (comma list)")
     args = ap.parse_args()
+    only = [n for n in args.only.split(",") if n]
+    unknown = set(only) - set(TARGETS)
+    if unknown:
+        print(f"--only: unknown detectors {sorted(unknown)}; known: {', '.join(TARGETS)}")
+        return 2
 
     clean = sample_photos(args.cache / "skimage", SIZE)
     wallpapers = 0
@@ -104,8 +111,10 @@ def main() -> int:
         wallpapers = len(records)
     work = args.cache / ("synth-skimage" if args.skimage_only else "synth")
     items = synth_items(clean, work)
-    readings = read_items(items)
+    readings = read_items(items, only or None)
     for name, kinds in TARGETS.items():
+        if only and name not in only:
+            continue
         path = args.cards / f"{name}.yaml"
         card = load_card(path)
         fit = fit_detector(name, readings, card.lower_better, card.raw_range, photos=photos)

@@ -3,8 +3,9 @@
     python scripts/make_samples.py samples/
 
 Writes four clean photos and, from them, one image per common problem (blur, noise, JPEG,
-under/over-exposure, low contrast, pixelation, colour cast) at a clearly visible level,
-plus a shallow-depth-of-field photo that must not be called blurry. Deterministic.
+under/over-exposure, low contrast, pixelation, colour cast, posterization) at a clearly
+visible level, plus a shallow-depth-of-field photo that must not be called blurry.
+Deterministic.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ DISTORTED = [
     ("coffee", "contrast", 4),
     ("camera", "pixelate", 4),
     ("chelsea", "color_cast", 4),
+    ("coffee", "posterize", 3),
 ]
 
 

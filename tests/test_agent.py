@@ -309,3 +309,33 @@ def test_rules_planner_names_at_most_as_many_objects_as_the_schema() -> None:
     schema = load_prompts(default_prompts_dir())["planner"].schema_for(tool_names=["noise"])
     scope = schema["properties"]["query_scope"]
     assert MAX_SCOPES in [b.get("maxItems") for b in scope["anyOf"]]
+
+
+def test_worker_thread_hand_offs_per_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each hand-off to a worker thread makes an image wait for a thread and the GIL: an
+    image goes there once to be hashed and decoded, once for the detectors, and not again
+    when every tool chosen is a detector already run (the default set)."""
+    handed: list[str] = []
+    real = asyncio.to_thread
+
+    async def counting(fn: Any, /, *args: Any, **kw: Any) -> Any:
+        handed.append(getattr(fn, "__name__", "?"))
+        return await real(fn, *args, **kw)
+
+    monkeypatch.setattr(asyncio, "to_thread", counting)  # batch.py and pipeline.py use it
+    for i in range(3):
+        save_rgb(tmp_path / "in" / f"img{i}.png", natural_like(64, 80, seed=i))
+    settings = Settings(concurrency=2)  # default tools: the detectors
+    vlm = ScriptedVLM({"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE,
+                       "select": {"selected_tools": {"Global": {"Noise": "noise"}}},
+                       "summarize": lambda r: summary_reply()})  # fmt: skip
+
+    async def go() -> Any:
+        async with Runtime(settings, vlm=vlm) as rt:
+            jobs = rt.jobs([str(tmp_path / "in")], None)
+            return await rt.run(jobs, await rt.agent(), command="assess", trace=TraceWriter(None))
+
+    summary = asyncio.run(go())
+    assert [r.status for r in summary.results] == ["ok"] * 3
+    assert all(r.tools for r in summary.results)
+    assert sorted(handed) == sorted(["open_job", "run"] * 3)

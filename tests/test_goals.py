@@ -74,3 +74,27 @@ def test_goals_table_from_rows() -> None:
     )
     assert len(worse) == 11
     assert [g.name for g in worse if g.met] == ["score: level 5 below 2.5"]
+
+
+def test_recall_counts_a_finding_in_the_kinds_category_or_a_low_score() -> None:
+    from agentiqa_cli.bench.goals import found_in, recall_goals
+
+    colour = Finding(category="Color distortions", severity="moderate")
+    named = Result(image="x.png", score=4.5, distortions=[colour], status="ok")
+    assert found_in(named, "Color distortions") is True
+    assert found_in(row(4.5, "severe"), "Color distortions") is False  # another category
+    assert found_in(row(3.4), "Color distortions") is True  # the score dropped
+    assert found_in(row(None, status="error"), "Color distortions") is None
+    synth = [
+        SynthRow(image=Path(f"{k}_{lv}.png"), kind=k, level=lv)
+        for k in ("posterize", "color_cast")
+        for lv in (3, 4, 5)
+    ]
+    rows = [named, named, row(4.0), row(4.0), row(4.0), row(2.0)]
+    got = recall_goals(
+        synth, rows, {"posterize": "Color distortions", "color_cast": "Color distortions"}
+    )
+    assert [(g.name, g.value, g.n) for g in got] == [
+        ("assess recall of level 4-5 posterize", 0.5, 2),
+        ("assess recall of level 4-5 color_cast", 0.5, 2),
+    ]

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -117,3 +118,49 @@ def test_a_dead_worker_loses_no_row(tmp_path: Path, images: Path) -> None:
     assert code == 3 and len(df) == n_ok + 1 and df["image"].is_unique
     assert (df["status"] == "ok").sum() == n_ok
     print(f"killed worker {killed}", file=sys.stderr)
+
+
+async def _poisoned(rt: Any) -> Any:
+    """`score`'s process, except that a worker given ``poison.png`` dies (as on a crash in
+    a decoder)."""
+    scorer = rt.scorer(rt.score_cards(False))
+
+    async def process(pair: Any) -> Any:
+        if pair.job.name.endswith("poison.png"):
+            os._exit(1)
+        return await scorer(pair)
+
+    return process
+
+
+def test_an_image_that_kills_its_workers_gets_an_error_row(tmp_path: Path, images: Path) -> None:
+    """Ray retries a dead worker's batch without limit; the driver counts the attempts per
+    image, so an image that kills every worker it is given ends as one error row and the
+    run finishes, with every other image's row."""
+    import asyncio
+
+    from ray import cloudpickle
+
+    from agentiqa_cli.config import Settings
+    from agentiqa_cli.io.trace import TraceWriter
+    from agentiqa_cli.ray_engine import MAX_DEATHS
+    from agentiqa_cli.runtime import Runtime
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need _poisoned
+    save_rgb(images / "poison.png", natural_like(96, 128, seed=99))
+
+    async def go() -> Any:
+        async with Runtime(Settings(engine="ray")) as rt:
+            jobs = rt.jobs([str(images)], None)
+            local = await _poisoned(rt)  # the local engine's process: unused on Ray
+            return await rt.run(jobs, local, command="score", trace=TraceWriter(None),
+                                remote=_poisoned)  # fmt: skip
+
+    summary = asyncio.run(go())
+    rows = {Path(r.image).name: r for r in summary.results}
+    assert len(summary.results) == len(rows) == 8  # 6 photos, broken.jpg, poison.png
+    poison = rows["poison.png"]
+    assert poison.status == "error" and f"died {MAX_DEATHS} times" in poison.error
+    assert not poison.transient and poison.key
+    assert rows["broken.jpg"].status == "error"
+    assert all(rows[f"{i}.png"].status == "ok" for i in range(6))

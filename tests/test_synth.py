@@ -73,6 +73,7 @@ PROPERTY = {
     "oversaturate": lambda c, d: _chroma(d),
     "pixelate": lambda c, d: float(np.mean((d - c) ** 2)),
     "color_cast": lambda c, d: float(np.abs((d - c).mean(axis=(0, 1)) - (d - c).mean()).sum()),
+    "posterize": lambda c, d: -float(np.unique(d).size),
 }
 
 

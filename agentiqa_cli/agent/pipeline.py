@@ -460,7 +460,13 @@ class Agent:
         # evidence already holds the detectors' scores: reuse them instead of recomputing
         done = {s.tool: s for s in evidence}
         todo = [c for c in cards if c.name not in done]
-        ran = await asyncio.to_thread(self.runner.run_many, todo, pair.image, pair.reference)
+        # a worker thread only for tools left to run (most often none: the default set is
+        # the detectors): each hand-off makes the image wait for a thread and the GIL
+        ran = (
+            await asyncio.to_thread(self.runner.run_many, todo, pair.image, pair.reference)
+            if todo
+            else []
+        )
         trace_tool_scores(pair, ran)
         fresh = {s.tool: s for s in ran}
         for_cat = _tool_categories(by_category)

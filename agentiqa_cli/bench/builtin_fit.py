@@ -42,6 +42,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "colorfulness": ("desaturate",),
     "colorcast": ("color_cast",),
     "saturation_clip": ("oversaturate",),
+    "posterization": ("posterize",),
 }
 
 # colour detectors cannot judge black-and-white photos: those are left out of their fits
@@ -76,11 +77,18 @@ class Reading:
     raw: Mapping[str, float]
 
 
-def read_items(items: Iterable[SynthItem]) -> list[Reading]:
+def read_items(items: Iterable[SynthItem], names: Iterable[str] | None = None) -> list[Reading]:
+    """Every detector's reading (or only ``names``'s, plus colourfulness, which tells the
+    black-and-white photos the colour fits leave out) on each item."""
+    use = (
+        DETECTORS
+        if names is None
+        else {n: DETECTORS[n] for n in DETECTORS if n in set(names) | {"colorfulness"}}
+    )
     out = []
     for it in items:
         img = load_image(it.path)
-        raw = {name: fn(img) for name, fn in DETECTORS.items()}
+        raw = {name: fn(img) for name, fn in use.items()}
         out.append(Reading(it.clean.stem, it.kind, it.level, raw))
     return out
 

@@ -76,6 +76,31 @@ def clean_by_style(
     return out
 
 
+def found_in(r: Result, category: str) -> bool | None:
+    """A distortion of ``category`` reached the user: ``assess`` named it (moderate or worse)
+    or scored the image below ``CLEAN_SCORE``. None when the row failed."""
+    if r.status != "ok" or r.score is None:
+        return None
+    named = any(f.category == category and f.severity in MODERATE_OR_WORSE for f in r.distortions)
+    return named or r.score < CLEAN_SCORE
+
+
+def recall_goals(
+    synth: Sequence[SynthRow], synth_assess: Sequence[Result], categories: dict[str, str]
+) -> list[Goal]:
+    """Per kind of ``categories`` (kind -> its distortion category): the share of its level
+    4-5 images where ``assess`` named a distortion of that category (moderate or worse) or
+    scored below ``CLEAN_SCORE``; the recall goal's target (95%)."""
+    out = []
+    for kind, category in categories.items():
+        heavy = [
+            r for r, s in zip(synth_assess, synth, strict=True) if s.kind == kind and s.level >= 4
+        ]
+        v, n = _rate([found_in(r, category) for r in heavy])
+        out.append(Goal(f"assess recall of level 4-5 {kind}", v, 0.95, n, category))
+    return out
+
+
 def _scores(rows: Sequence[Result]) -> list[float | None]:
     return [r.score if r.status == "ok" else None for r in rows]
 

@@ -44,6 +44,7 @@ LEVELS: dict[str, tuple[float, ...]] = {
     "oversaturate": (1.5, 2.0, 2.6, 3.3, 4.2),  # chroma gain, then clipped
     "pixelate": (2, 3, 4, 6, 9),  # block size, px
     "color_cast": (0.08, 0.15, 0.25, 0.38, 0.55),  # log channel gain, random hue direction
+    "posterize": (5, 4, 3, 2, 1),  # bits per channel (32 ... 2 levels, black and white kept)
 }
 
 # The eight kinds of the default quality check (scripts/quality_check.py).
@@ -159,6 +160,13 @@ def color_cast(x: Array, level: int, rng: np.random.Generator) -> Array:
     return x * np.exp(s * u).astype(np.float32)
 
 
+def posterize(x: Array, level: int, rng: np.random.Generator) -> Array:
+    # uniform quantization of each channel to 2**bits levels including 0 and 1, rounded to
+    # the nearest level so the mean brightness stays: smooth gradients turn into flat bands
+    n = 2 ** int(_param("posterize", level)) - 1
+    return (np.round(np.clip(x, 0.0, 1.0) * n) / n).astype(np.float32)
+
+
 def pixelate(x: Array, level: int, rng: np.random.Generator) -> Array:
     b = int(_param("pixelate", level))
     h, w = x.shape[:2]
@@ -179,6 +187,7 @@ KINDS: dict[str, Kind] = {
     "oversaturate": oversaturate,
     "pixelate": pixelate,
     "color_cast": color_cast,
+    "posterize": posterize,
 }
 if features.check("jpg_2000"):  # Pillow built without OpenJPEG cannot encode it
     KINDS["jpeg2000"] = jpeg2000

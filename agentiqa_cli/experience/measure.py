@@ -57,6 +57,7 @@ KIND_CATEGORY: dict[str, Category] = {
     "desaturate": "Color distortions",
     "oversaturate": "Color distortions",
     "color_cast": "Color distortions",
+    "posterize": "Color distortions",
 }
 DIRECTIONS: dict[str, Direction] = {
     "monotonicity": "higher",

@@ -559,31 +559,173 @@ def colorfulness(image: LoadedImage) -> float:
     return float(np.hypot(rg.std(), yb.std()) + 0.3 * np.hypot(rg.mean(), yb.mean()))
 
 
-NEUTRAL_SHARE = 0.1  # the least chromatic tenth of the mid-tones stands for the neutrals
+# log-chroma plane: the two unit directions orthogonal to grey (1, 1, 1) in log RGB, red-cyan
+# and green-blue; a white-balance error (a gain per channel) is a constant shift in it
+_LOG_CHROMA = np.array(
+    [[2.0, -1.0, -1.0] / np.sqrt(6.0), [0.0, 1.0, -1.0] / np.sqrt(2.0)], dtype=np.float32
+)
+GREY_PIXEL_SHARE = 0.05  # the greyest twentieth of the structured pixels (Yang et al. 2015)
+HIGHLIGHT_SHARE = 0.02  # the brightest fiftieth of the unclipped pixels
+# below this log-chroma spread of the colours around the estimated light (75th percentile of
+# the mid-tones' distance) the image is one hue throughout: a toned black-and-white photo, a
+# single-hue design, or a grey scene under a cast, which no statistic tells apart
+HUE_SPREAD = 0.2
+CLIP_LO, CLIP_HI = 0.02, 0.98  # channels beyond these lost their ratio to the others
+
+
+def _log_chroma(rgb: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
+    """The log-chroma (2-vector) of a colour: 0 for grey, a channel gain moves it linearly."""
+    return np.asarray(_LOG_CHROMA @ np.log(np.maximum(rgb, 1e-4)), dtype=np.float64)
+
+
+def _box3(a: F32) -> F32:
+    p = np.pad(a, ((1, 1), (1, 1), (0, 0)), mode="edge")
+    h, w = a.shape[:2]
+    out = np.zeros_like(a)
+    for dy in range(3):
+        for dx in range(3):
+            out += p[dy : dy + h, dx : dx + w]
+    return out / np.float32(9.0)
+
+
+def _estimates(g: F32, whole: bool) -> NDArray[np.float64] | None:
+    """``cast_estimates`` of an RGB block (h × w × 3) as a 3 × 2 array; None for a part of
+    the image (``whole`` False) without 64 unclipped, structured pixels to estimate from."""
+    h, w = g.shape[:2]
+    unclipped = (g.max(axis=2) < CLIP_HI) & (g.min(axis=2) > CLIP_LO)
+    if h < 6 or w < 6 or int(unclipped.sum()) < 64:
+        return np.zeros((3, 2)) if whole else None
+    logs = _box3(np.log(np.maximum(g, np.float32(1.0 / 255))))
+    gy, gx = np.gradient(logs, axis=(0, 1))
+    contrast = np.hypot(gx, gy)  # h × w × 3: each channel's local log contrast
+    mean_c = contrast.mean(axis=2)
+    structured = unclipped & (mean_c > 0.02)
+    structured[:2] = structured[-2:] = False
+    structured[:, :2] = structured[:, -2:] = False
+    if int(structured.sum()) < 64:
+        # no surfaces to read the light from (a flat fill, a smooth gradient): no estimate for
+        # a region; for the whole frame, zeros (no cast can be told)
+        return np.zeros((3, 2)) if whole else None
+
+    grad = np.hypot(np.abs(np.diff(g, axis=1))[:-1], np.abs(np.diff(g, axis=0))[:, :-1])
+    ok = unclipped[:-1, :-1] & unclipped[1:, :-1] & unclipped[:-1, 1:]
+    edges = grad[ok].mean(axis=0) if int(ok.sum()) >= 64 else grad.reshape(-1, 3).mean(axis=0)
+    pix = g[unclipped]
+    greyness = contrast.std(axis=2)[structured] / mean_c[structured]
+    k = max(16, int(GREY_PIXEL_SHARE * greyness.size))
+    grey = g[structured][np.argpartition(greyness, k - 1)[:k]].mean(axis=0)
+    luma = _luma(pix)
+    k = max(16, int(HIGHLIGHT_SHARE * luma.size))
+    light = pix[np.argpartition(luma, luma.size - k)[-k:]].mean(axis=0)
+    return np.stack([_log_chroma(edges), _log_chroma(grey), _log_chroma(light)])
+
+
+def cast_estimates(image: LoadedImage) -> list[NDArray[np.float64]]:
+    """Three illuminant estimates, each as a log-chroma 2-vector (0 = neutral light), from
+    evidence that a scene's own colours bias in different ways:
+
+    - grey edges (van de Weijer et al. 2007): the mean |gradient| per channel; the
+      differences between surfaces average to grey under neutral light, so a uniformly
+      coloured scene (a green meadow, a blue sky) keeps them balanced;
+    - grey pixels (Yang, Gao & Li 2015): the pixels whose local contrast in log RGB is the
+      same in all three channels (achromatic surfaces: a channel gain adds a constant to
+      each log channel and leaves their contrast alone, so the same pixels are picked with
+      and without a cast), their mean colour;
+    - highlights (white patch): the mean colour of the brightest unclipped pixels, the
+      whites and speculars that show the light's colour.
+
+    Clipped pixels (a channel beyond 0.02-0.98) lost their channel ratios and are left
+    out. A black-and-white image, and one without 64 structured pixels (local log contrast
+    above 0.02: flat fills and smooth gradients show no surfaces to read the light from),
+    read (0, 0) in each.
+    """
+    est = _estimates(_grid(image), whole=True)
+    assert est is not None
+    return list(est)
+
+
+CAST_TILES = 3  # the frame is also read as 3 × 3 regions, which a global cast all shifts alike
 
 
 def colorcast(image: LoadedImage) -> float:
-    """Colour cast: CIELAB chroma of the mean a*b* of the image's most neutral tones
-    (lower is better).
+    """Colour cast: how far grey edges, grey pixels and highlights, over the whole frame and
+    in each of its 3 × 3 regions, agree on a light that is not neutral (lower is better; a
+    log-chroma distance: channel gains of ±20% move every estimate by ~0.25).
 
-    A white-balance error shifts every tone the same way, the neutral ones included: the
-    tenth of the mid-tone pixels (L* 25-97) with the least chroma, which in a balanced photo
-    are greys and whites near a* = b* = 0, move off grey. A vivid or saturated image keeps
-    some near-neutral tones (a white petal, a grey stone, shadows), so strong colours alone
-    do not read as a cast; an image without any neutral tone (a single-hue design) cannot be
-    told from a cast by any no-reference reading and reads high. Neutral photos read 0-8.
-    After the grey-edge idea of Gasparini & Schettini (2004), restricted to the neutrals.
+    A white-balance error multiplies each channel by one gain over the whole image, which
+    shifts every illuminant estimate of ``cast_estimates``, and the same estimates made in
+    any region of the frame, by the same vector. A scene's own colours bias them
+    differently: a sunset or a green meadow moves the pixel-based estimates, but the edges
+    between its surfaces stay balanced; autumn leaves in front of a green background, or a
+    colour grade that tints shadows and highlights apart, move the regions differently. The
+    reading is the second smallest projection of all these estimates (regions with too
+    little unclipped structure skipped) onto the whole frame's mean direction: a cast is
+    called only as far as all the evidence but one outlier points the same way. An image whose colours all lie
+    close to the estimated light (``hue_spread`` below ``HUE_SPREAD``: a toned
+    black-and-white photo, a single-hue design) reads 0: its palette and a cast look the
+    same. After Gasparini & Schettini (2004): a cast is a shift of the neutral tones.
     """
-    from skimage.color import rgb2lab
+    g = _grid(image)
+    est = _estimates(g, whole=True)
+    assert est is not None
+    mean = est.mean(axis=0)
+    n = float(np.hypot(*mean))
+    if n < 1e-9 or hue_spread(image, mean) < HUE_SPREAD:
+        return 0.0
+    h, w = g.shape[:2]
+    parts = [est]
+    for i in range(CAST_TILES):
+        for j in range(CAST_TILES):
+            tile = g[i * h // CAST_TILES : (i + 1) * h // CAST_TILES,
+                     j * w // CAST_TILES : (j + 1) * w // CAST_TILES]  # fmt: skip
+            e = _estimates(np.ascontiguousarray(tile), whole=False)
+            if e is not None:
+                parts.append(e)
+    proj = np.sort(np.concatenate(parts) @ (mean / n))
+    # the second smallest: one estimate may read a coloured lamp or a single coloured region
+    return max(0.0, float(proj[min(1, proj.size - 1)]))
 
-    # half of the sample is plenty for a percentile, and CIELAB conversion is the slow part
-    lab = rgb2lab(_sample(image)[::2][None])[0]
-    mid = (lab[:, 0] > 25.0) & (lab[:, 0] < 97.0)
-    ab = lab[mid, 1:] if int(mid.sum()) >= 100 else lab[:, 1:]
-    chroma = np.hypot(ab[:, 0], ab[:, 1])
-    k = max(1, int(NEUTRAL_SHARE * chroma.size))
-    nearest = np.argpartition(chroma, k - 1)[:k]
-    return float(np.hypot(*ab[nearest].mean(axis=0)))
+
+def hue_spread(image: LoadedImage, light: NDArray[np.float64]) -> float:
+    """How far the image's colours lie from the estimated light: the 75th percentile of the
+    log-chroma distance of its unclipped mid-tones (luma above 0.1) from ``light``. A cast
+    moves the colours and the light together, so this does not change with it; it is near 0
+    when every colour is one hue (a toned monochrome photo, a single-hue design)."""
+    g = _sample(image)
+    ok = (g.max(axis=1) < CLIP_HI) & (g.min(axis=1) > CLIP_LO) & (_luma(g) > 0.1)
+    if int(ok.sum()) < 64:
+        return 0.0
+    chroma = np.log(np.maximum(g[ok], 1e-4)) @ _LOG_CHROMA.T
+    return float(np.percentile(np.hypot(*(chroma - light).T), 75))
+
+
+def posterization(image: LoadedImage) -> float:
+    """Lost gradation (lower is better): log2 of the step from each pixel's 8-bit code to the
+    nearest other code present in its channel, averaged over the pixels and the channels.
+
+    A photograph's tones, and a rendered gradient's, fill every code between their darkest
+    and brightest (the reading is 0, steps of 1); posterization keeps 2**bits levels per
+    channel, so every tone present is 255 / (2**bits - 1) codes from the next one: 3 for 5
+    bits, 5.2 for 3 bits, 8 for 1 bit. Smooth gradients become flat bands with steps
+    between them (false contours). Flat fills in a graphic do not count as long as some
+    tones in between exist (antialiased edges, gradients); a channel holding one code only
+    has no gradation to judge. Recompressing a posterized image (JPEG) fills the gaps and
+    lowers the reading.
+    """
+    codes = np.rint(_sample(image) * np.float32(255.0)).astype(np.intp)
+    steps = []
+    for c in range(3):
+        ch = codes[:, c]
+        present = np.flatnonzero(np.bincount(ch, minlength=256))
+        if present.size < 2:
+            steps.append(0.0)
+            continue
+        gap = np.diff(present).astype(np.float64)
+        nearest = np.full(256, np.inf)
+        nearest[present[:-1]] = gap
+        nearest[present[1:]] = np.minimum(nearest[present[1:]], gap)
+        steps.append(float(np.log2(nearest[ch]).mean()))
+    return float(np.mean(steps))
 
 
 def saturation_clip(image: LoadedImage) -> float:
@@ -639,6 +781,7 @@ DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
     "contrast": contrast,
     "colorfulness": colorfulness,
     "colorcast": colorcast,
+    "posterization": posterization,
     "saturation_clip": saturation_clip,
 }
 
