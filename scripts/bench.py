@@ -456,7 +456,6 @@ def bench_ray(n: int) -> None:
     from agentiqa_cli.cli.run import scorer_of
     from agentiqa_cli.config import Settings
     from agentiqa_cli.imaging.discover import discover, pair
-    from agentiqa_cli.io.trace import TraceWriter
     from agentiqa_cli.runtime import Runtime
 
     _, dist = make_pairs(200, (512, 384))
@@ -471,10 +470,15 @@ def bench_ray(n: int) -> None:
         stamps: list[float] = []
         async with Runtime(Settings(engine=engine)) as rt:  # type: ignore[arg-type]
             cards = rt.score_cards(False)
-            remote = functools.partial(scorer_of, tuple(c.name for c in cards))
-            t0 = time.perf_counter()
-            summary = await rt.run(jobs, rt.scorer(cards), command="score", trace=TraceWriter(None),
-                                   remote=remote, on_result=lambda r: stamps.append(time.perf_counter()))  # fmt: skip
+            names = tuple(c.name for c in cards)
+            remote = functools.partial(scorer_of, names)
+            # the CSV and the trace, as `score` writes them
+            with rt.outputs(WORK / f"ray-{engine}.csv", None, False, "score", list(names),
+                            force=True) as (writer, tracer):  # fmt: skip
+                t0 = time.perf_counter()
+                summary = await rt.run(jobs, rt.scorer(cards), command="score", trace=tracer,
+                                       writer=writer, remote=remote,
+                                       on_result=lambda r: stamps.append(time.perf_counter()))  # fmt: skip
         return summary.results, t0, stamps
 
     try:
