@@ -70,9 +70,12 @@ class Attempts:
         return retry
 
     def start(self, i: int) -> int:
-        """Image ``i`` starts alone: the workers that died on it alone before."""
+        """Image ``i`` starts alone: the workers that died on it alone before. An image
+        ``MAX_DEATHS`` workers died on is not started again (it gets an error row), so
+        later retries of its batch still count its deaths right."""
         deaths = self.started.get(i, 0) - self.finished.get(i, 0)
-        self.started[i] = self.started.get(i, 0) + 1
+        if deaths < MAX_DEATHS:
+            self.started[i] = self.started.get(i, 0) + 1
         return deaths
 
     def finish(self, i: int) -> None:
@@ -132,7 +135,7 @@ class RayWorker:
                     self._given_up(job, i, deaths, summary, trace, skipped)
                     continue
                 self._run([job], summary, trace, skipped, index)
-                ledger.finish.remote(i)
+                _ray().get(ledger.finish.remote(i))  # before the next image can be blamed
         by_key: dict[tuple[str | None, str | None], list[str]] = {}
         for e in trace.events:
             by_key.setdefault((e.image, e.key), []).append(e.model_dump_json(exclude_none=True))
@@ -175,21 +178,32 @@ class RayWorker:
         skipped: list[int],
     ) -> None:
         """The error row of an image that ``deaths`` workers died on."""
-        settings = self.spec.settings
-        key = job_key(job, self.spec.fingerprint,
-                      content_hashes(job, max_file_bytes(settings.max_pixels)))  # fmt: skip
-        if self.spec.done(job.name, key):
-            skipped.append(i)
-            return
-        result = error_result(
+        result = _error_row(
             job,
-            key,
+            self.spec,
+            self.spec.settings,
+            trace,
             f"the worker died {deaths} times while processing this image alone (a crash in "
             "a decoder or tool, or out of memory); not tried again",
         )
-        trace.bind(job.name, key).emit("error", note=result.error)
+        if result is None:
+            skipped.append(i)
+            return
         summary.results.append(result)
         summary.jobs.append(job)
+
+
+def _error_row(
+    job: Job, spec: WorkSpec, settings: Settings, trace: TraceWriter, message: str
+) -> Result | None:
+    """The error row of an image no worker returned a row for, with its trace note; None
+    when the results CSV already has a row for it (--resume)."""
+    key = job_key(job, spec.fingerprint, content_hashes(job, max_file_bytes(settings.max_pixels)))
+    if spec.done(job.name, key):
+        return None
+    result = error_result(job, key, message)
+    trace.bind(job.name, key).emit("error", note=result.error)
+    return result
 
 
 def _ray() -> Any:
@@ -283,17 +297,14 @@ def _drive(
     for i, job in enumerate(jobs):
         if i in seen:
             continue
-        key = job_key(
-            job, spec.fingerprint, content_hashes(job, max_file_bytes(settings.max_pixels))
-        )
-        if spec.done(job.name, key):
+        message = f"ray worker failed: {failure or 'no result returned'}"
+        result = _error_row(job, spec, settings, trace, message)
+        if result is None:
             summary.skipped += 1
             if on_skip:
                 on_skip(job)
             continue
-        result = error_result(job, key, f"ray worker failed: {failure or 'no result returned'}")
         result.transient = True
-        trace.bind(job.name, key).emit("error", note=result.error)
         _deliver(summary, job, result, [], trace, writer, on_result)
     summary.seconds = time.perf_counter() - t0
     return summary
