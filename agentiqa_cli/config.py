@@ -66,6 +66,11 @@ class Settings(BaseModel):
     ray_address: str | None = Field(
         None, description="Ray cluster for --engine ray (default: a local instance)"
     )
+    ray_gpus: float = Field(
+        0.0,
+        ge=0.0,
+        description="GPUs each Ray worker holds (learned tools on GPU nodes; 0: CPU workers)",
+    )
 
     @field_validator("learned_tools", mode="before")
     @classmethod

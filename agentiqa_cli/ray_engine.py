@@ -206,6 +206,20 @@ def _error_row(
     return result
 
 
+def pool_size(resources: dict[str, float], gpus_per_worker: float) -> int:
+    """Workers the cluster holds: one per CPU, or as many as its GPUs seat when each
+    worker holds ``gpus_per_worker`` of one (the CPUs still bound it)."""
+    workers = max(1, int(resources.get("CPU", 1)))
+    if gpus_per_worker > 0:
+        workers = min(workers, int(resources.get("GPU", 0) / gpus_per_worker + 1e-9))
+        if workers < 1:
+            raise ConfigError(
+                f"ray_gpus: {gpus_per_worker} GPU per worker, but the Ray cluster has "
+                f"{resources.get('GPU', 0):g} GPUs"
+            )
+    return workers
+
+
 def _ray() -> Any:
     try:
         import ray
@@ -265,7 +279,7 @@ def _drive(
     ctx.enable_progress_bars = False
     ctx.execution_options.preserve_order = False
     items = [{"idx": i, "job": pickle.dumps(j)} for i, j in enumerate(jobs)]
-    workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    workers = pool_size(ray.cluster_resources(), settings.ray_gpus)
     attempts = ray.remote(num_cpus=0)(Attempts).remote()
     # a few images still use every worker; several batches each, so none waits long at the end
     size = max(1, min(BATCH, -(-len(items) // (4 * workers))))
@@ -276,6 +290,7 @@ def _drive(
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=workers),
         num_cpus=1,  # Ray Data restarts a dead actor and retries its batch (Attempts bounds it)
+        num_gpus=settings.ray_gpus or None,
     )
     seen: set[int] = set()
     failure = ""

@@ -1,9 +1,13 @@
-"""The driver's count of worker deaths per image (``ray_engine.Attempts``), without Ray: a
-batch with two images that each kill every worker they run on, retried as Ray Data does."""
+"""The Ray engine's pure parts, without Ray: the driver's count of worker deaths per image
+(``Attempts``: a batch with two images that each kill every worker they run on, retried as
+Ray Data does) and the size of the worker pool."""
 
 from __future__ import annotations
 
-from agentiqa_cli.ray_engine import MAX_DEATHS, Attempts
+import pytest
+
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.ray_engine import MAX_DEATHS, Attempts, pool_size
 
 
 def _attempt(ledger: Attempts, batch: list[int], poison: set[int]) -> list[int]:
@@ -37,3 +41,12 @@ def test_each_poison_image_is_blamed_only_for_the_workers_it_killed() -> None:
     assert ledger.started[0] - ledger.finished.get(0, 0) == MAX_DEATHS
     # the healthy image ran (and finished) on every retry that reached it
     assert ledger.started[2] == ledger.finished[2] >= 1
+
+
+def test_pool_size_follows_cpus_or_the_gpus_each_worker_holds() -> None:
+    assert pool_size({"CPU": 16.0}, 0) == 16
+    assert pool_size({"CPU": 16.0, "GPU": 4.0}, 1) == 4
+    assert pool_size({"CPU": 16.0, "GPU": 4.0}, 0.5) == 8
+    assert pool_size({"CPU": 2.0, "GPU": 4.0}, 0.5) == 2  # the CPUs still bound it
+    with pytest.raises(ConfigError, match="0 GPUs"):
+        pool_size({"CPU": 8.0}, 1)
