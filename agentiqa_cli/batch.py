@@ -241,7 +241,10 @@ async def run_batch(
             result.usage = usage
         except Exception as e:
             result = error_result(
-                job, _key(keyed), f"internal error: {type(e).__name__}: {e}", time.perf_counter() - t0
+                job,
+                _key(keyed),
+                f"internal error: {type(e).__name__}: {e}",
+                time.perf_counter() - t0,
             )
             result.transient = True
             result.usage = usage
