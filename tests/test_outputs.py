@@ -93,11 +93,26 @@ def test_resume_upgrades_an_older_csv_that_lacks_the_commands_new_columns(
     assert df["refused"].tolist() == ["", "", "x"]
     assert df.loc[:1, BASE_COLUMNS].equals(old.loc[:1, BASE_COLUMNS])
     assert not list(tmp_path.glob(".*upgrade"))  # the temporary file is gone
-    # only the command's own columns may be missing, and only in this run's order
-    for header in (columns_for(["psnr"]), [*BASE_COLUMNS[1:], "image"]):
+    # only the command's own columns may be missing (not another tool's), nothing added
+    for header in (columns_for(["psnr"]), [*columns_for(["psnr", "ssim", "niqe"]), *FIX]):
         ResultsWriter(out, header).close()
         with pytest.raises(ConfigError, match="columns differ"):
             ResultsWriter(out, [*columns_for(["psnr", "ssim"]), *FIX], resume=True, optional=FIX)
+
+
+def test_resume_upgrade_maps_an_older_csvs_cells_by_column_name(tmp_path: Path) -> None:
+    """An older CSV whose columns are in another order: each cell lands under its name."""
+    out = tmp_path / "r.csv"
+    shuffled = [*BASE_COLUMNS[1:], "image"]
+    with ResultsWriter(out, shuffled) as w:
+        w.write(_result(1))
+    old = pd.read_csv(out, keep_default_na=False, dtype=str)
+    w2 = ResultsWriter(out, BASE_COLUMNS + FIX, resume=True, optional=FIX)
+    assert {k for _, k in w2.done} == {"k1"}
+    w2.close()
+    df = pd.read_csv(out, keep_default_na=False, dtype=str)
+    assert list(df.columns) == BASE_COLUMNS + FIX
+    assert df[BASE_COLUMNS].equals(old[BASE_COLUMNS]) and df.loc[0, "image"] != ""
 
 
 def test_trace_lines_are_json(tmp_path: Path) -> None:

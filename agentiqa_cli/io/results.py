@@ -272,11 +272,11 @@ class ResultsWriter:
 
     def _older(self, header: list[str]) -> bool:
         """Whether ``header`` is this run's columns without some optional ones (a CSV an
-        older version wrote), in the same order."""
+        older version wrote), in any order: ``_prepare_resume`` maps the cells by name."""
         have = set(header)
         return (
             len(have) == len(header)
-            and [c for c in self.columns if c in have] == header
+            and have <= set(self.columns)
             and set(self.columns) - have <= self.optional
         )
 
