@@ -58,6 +58,7 @@ def score(
 
     async def main(rt: Runtime) -> BatchSummary:
         jobs = rt.jobs(paths, ref, opts.outputs(report))  # outputs checked: exit 2 before work
+        say_notes(rt)  # folders a pattern passed through but could not list
         cards = rt.score_cards(has_reference=ref is not None)
         names = [c.name for c in cards]
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
