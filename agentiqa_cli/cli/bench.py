@@ -62,16 +62,18 @@ def _bench(
     label: str,
     quiet: bool,
     main: Callable[[Bench], Awaitable[T]],
+    *,
+    command: str,
 ) -> T:
-    """Run ``main`` on a Runtime with a progress bar ticking once per result row; the trace
-    starts with the run header (the command: ``label`` up to a parenthesis)."""
+    """Run ``main`` on a Runtime with a progress bar (``label``) ticking once per result row;
+    the trace starts with the run header naming ``command``."""
     from agentiqa_cli.bench.runs import Bench
 
     reporter = ui.Reporter(total, label, quiet)
 
     async def go() -> T:
         async with Runtime(settings) as rt:
-            tracer = TraceWriter(trace, header=rt.header(label.split(" (")[0]))
+            tracer = TraceWriter(trace, header=rt.header(command))
             try:
                 with reporter.running():
                     value = await main(
@@ -135,7 +137,7 @@ def mos(
 
     total = len(data.items) * (len(names) + int(assess))
     report = _bench(settings, out_dir / "trace.jsonl", total, f"eval-bench mos ({data.name})",
-                    opts.quiet, main)  # fmt: skip
+                    opts.quiet, main, command="eval-bench mos")  # fmt: skip
     write_mos_csv(report, out_dir / "summary.csv")
     write_predictions_csv(report, out_dir / "predictions.csv")
     png = plot_scatter(report, out_dir / "scatter.png")
@@ -193,7 +195,8 @@ def mcq(
         note_backend(b.rt, opts.quiet)
         return await run_mcq(b, qs, whole_agent)
 
-    report = _bench(settings, out_dir / "trace.jsonl", len(qs), "eval-bench mcq", opts.quiet, main)
+    report = _bench(settings, out_dir / "trace.jsonl", len(qs), "eval-bench mcq", opts.quiet, main,
+                    command="eval-bench mcq")  # fmt: skip
     write_mcq_csv(report, out_dir / "answers.csv")
     t = Table(
         title=f"{questions.name}: {report.n} questions, backend {redact_url(settings.vlm)}",
@@ -264,7 +267,8 @@ def synth_report(
         return await run_synth(b, clean_dir, out_dir, cards, assess, kinds=kinds, levels=levels,
                                size=size, seed=seed)  # fmt: skip
 
-    return _bench(settings, out_dir / "trace.jsonl", 0, "eval-bench synth", quiet, main)
+    return _bench(settings, out_dir / "trace.jsonl", 0, "eval-bench synth", quiet, main,
+                  command="eval-bench synth")  # fmt: skip
 
 
 def synth_table(report: SynthReport) -> Table:
@@ -339,7 +343,8 @@ def calibrate(
         cards = b.rt.cards.resolve(tool_list(tools) or [])
         return await run_calibrate(b, data, cards, rng)
 
-    fits = _bench(settings, None, len(data.items), "calibrate", opts.quiet, main)
+    fits = _bench(settings, None, len(data.items), "calibrate", opts.quiet, main,
+                  command="calibrate")  # fmt: skip
     written = write_overlay(
         fits, out, f"{data.name} ({data.layout}, {len(data.items)} images)", include_suspect
     )
