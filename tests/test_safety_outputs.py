@@ -596,7 +596,7 @@ def test_a_bench_trace_header_names_the_command_not_the_progress_label(tmp_path:
         return 7
 
     trace = tmp_path / "trace.jsonl"
-    got = _bench(load_settings({}), trace, 0, "scoring my (v2) set", True, main,
+    got = _bench(load_settings({}), trace, 0, "scoring my (v2) set", main,
                  command="eval-bench mos")  # fmt: skip
     assert got == 7
     assert json.loads(trace.read_text().splitlines()[0])["parsed"]["command"] == "eval-bench mos"

@@ -192,3 +192,23 @@ def test_tools_check_exits_1_when_a_named_tool_is_not_ready(
     assert r.exit_code == 1 and json.loads(r.stdout)[0]["ready"] is False
     r = runner.invoke(app, ["tools", "check", "sharpness", "-q"])
     assert r.exit_code == 0 and r.output == "", r.output
+
+
+def test_quiet_is_one_mode_that_notes_and_progress_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """-q is set once (set_quiet); note, warn and the progress lines read it: no second
+    flag per call that could disagree with it."""
+    from agentiqa_cli.cli import render as ui
+
+    try:
+        for quiet in (True, False):
+            ui.set_quiet(quiet)
+            ui.note("a note")
+            reporter = ui.Reporter(1, "x")
+            with reporter.running():
+                reporter.advance("img.png", "ok")
+            err = capsys.readouterr().err
+            assert (err == "") if quiet else ("a note" in err and "[1/1] ok img.png" in err)
+    finally:
+        ui.set_quiet(False)

@@ -86,7 +86,7 @@ def build(
             skipped.append(name)
         else:
             images[0] += 1
-            ui.note(f"measured {name} ({images[0]})", opts.quiet)
+            ui.note(f"measured {name} ({images[0]})")
 
     notes: list[str] = []
     pool = build_pool(
@@ -96,7 +96,7 @@ def build(
         max_pixels=settings.max_pixels, layout=layout, on_image=progress, notes=notes,
     )  # fmt: skip
     for n in notes:
-        ui.note(n, opts.quiet)
+        ui.note(n)
     _show(pool, json_out)
     if skipped:  # the pool is written without them; some inputs failed: exit 3
         raise typer.Exit(EXIT_INPUT)

@@ -106,10 +106,9 @@ def tools_check(
         ui.note(
             "offline (huggingface.co unreachable or HF_HUB_OFFLINE set): weights that are "
             "not cached are reported, not downloaded",
-            quiet,
         )
     rows: list[dict[str, Any]] = []
-    reporter = ui.Reporter(len(cards), "tools check", quiet)
+    reporter = ui.Reporter(len(cards), "tools check")
     with no_downloads() if offline else nullcontext(), reporter.running():
         for c in cards:
             ok, why = rt.runner.availability(c)
