@@ -7,8 +7,9 @@ and runs the same ``run_batch`` as the local engine on the jobs it is given, ret
 image's ``Result`` and trace events as JSON. The driver streams them into the CSV and the
 trace as they arrive, so both have the same rows and keys as a local run.
 
-Images travel in batches of ``BATCH`` (a batch per image costs Ray's per-task overhead on
-every image: half the local engine's throughput on 2 CPUs). A worker that dies is restarted
+Images travel in batches of up to ``BATCH``, at least 4 per worker (Ray's per-task overhead
+is tens of ms: a task per image gave half the local engine's throughput on 2 CPUs, 8 images
+a task 0.6-0.8×, 25 a task 0.85×). A worker that dies is restarted
 by Ray and its batch retried, without limit (Ray Data's defaults for actor pools). So that an
 image that kills every worker it is given (a crash in a decoder or a tool, memory it cannot
 have) cannot stall the run, the driver keeps count (``Attempts``, a small actor the workers
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from agentiqa_cli.runtime import Runtime
 
 
-BATCH = 8  # images per Ray task (fewer when there are fewer images than workers × BATCH)
+BATCH = 32  # images per Ray task at most (fewer, so that each worker gets 4 batches or more)
 MAX_DEATHS = 2  # workers an image may kill while it runs alone before it gets an error row
 
 
@@ -69,9 +70,12 @@ class Attempts:
         return retry
 
     def start(self, i: int) -> int:
-        """Image ``i`` starts alone: the workers that died on it alone before."""
+        """Image ``i`` starts alone: the workers that died on it alone before. An image
+        ``MAX_DEATHS`` workers died on is not started again (it gets an error row), so
+        later retries of its batch still count its deaths right."""
         deaths = self.started.get(i, 0) - self.finished.get(i, 0)
-        self.started[i] = self.started.get(i, 0) + 1
+        if deaths < MAX_DEATHS:
+            self.started[i] = self.started.get(i, 0) + 1
         return deaths
 
     def finish(self, i: int) -> None:
@@ -131,7 +135,7 @@ class RayWorker:
                     self._given_up(job, i, deaths, summary, trace, skipped)
                     continue
                 self._run([job], summary, trace, skipped, index)
-                ledger.finish.remote(i)
+                _ray().get(ledger.finish.remote(i))  # before the next image can be blamed
         by_key: dict[tuple[str | None, str | None], list[str]] = {}
         for e in trace.events:
             by_key.setdefault((e.image, e.key), []).append(e.model_dump_json(exclude_none=True))
@@ -174,21 +178,32 @@ class RayWorker:
         skipped: list[int],
     ) -> None:
         """The error row of an image that ``deaths`` workers died on."""
-        settings = self.spec.settings
-        key = job_key(job, self.spec.fingerprint,
-                      content_hashes(job, max_file_bytes(settings.max_pixels)))  # fmt: skip
-        if self.spec.done(job.name, key):
-            skipped.append(i)
-            return
-        result = error_result(
+        result = _error_row(
             job,
-            key,
+            self.spec,
+            self.spec.settings,
+            trace,
             f"the worker died {deaths} times while processing this image alone (a crash in "
             "a decoder or tool, or out of memory); not tried again",
         )
-        trace.bind(job.name, key).emit("error", note=result.error)
+        if result is None:
+            skipped.append(i)
+            return
         summary.results.append(result)
         summary.jobs.append(job)
+
+
+def _error_row(
+    job: Job, spec: WorkSpec, settings: Settings, trace: TraceWriter, message: str
+) -> Result | None:
+    """The error row of an image no worker returned a row for, with its trace note; None
+    when the results CSV already has a row for it (--resume)."""
+    key = job_key(job, spec.fingerprint, content_hashes(job, max_file_bytes(settings.max_pixels)))
+    if spec.done(job.name, key):
+        return None
+    result = error_result(job, key, message)
+    trace.bind(job.name, key).emit("error", note=result.error)
+    return result
 
 
 def _ray() -> Any:
@@ -252,7 +267,8 @@ def _drive(
     items = [{"idx": i, "job": pickle.dumps(j)} for i, j in enumerate(jobs)]
     workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
     attempts = ray.remote(num_cpus=0)(Attempts).remote()
-    size = max(1, min(BATCH, -(-len(items) // workers)))  # a few images still use every worker
+    # a few images still use every worker; several batches each, so none waits long at the end
+    size = max(1, min(BATCH, -(-len(items) // (4 * workers))))
     ds = ray.data.from_items(items, override_num_blocks=-(-len(items) // size)).map_batches(
         RayWorker,
         fn_constructor_kwargs={"spec": spec, "attempts": attempts},
@@ -281,17 +297,14 @@ def _drive(
     for i, job in enumerate(jobs):
         if i in seen:
             continue
-        key = job_key(
-            job, spec.fingerprint, content_hashes(job, max_file_bytes(settings.max_pixels))
-        )
-        if spec.done(job.name, key):
+        message = f"ray worker failed: {failure or 'no result returned'}"
+        result = _error_row(job, spec, settings, trace, message)
+        if result is None:
             summary.skipped += 1
             if on_skip:
                 on_skip(job)
             continue
-        result = error_result(job, key, f"ray worker failed: {failure or 'no result returned'}")
         result.transient = True
-        trace.bind(job.name, key).emit("error", note=result.error)
         _deliver(summary, job, result, [], trace, writer, on_result)
     summary.seconds = time.perf_counter() - t0
     return summary
