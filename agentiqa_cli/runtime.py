@@ -94,7 +94,7 @@ class Runtime:
     def jobs(self, paths: list[str], ref: str | None, outputs: Outputs | None = None) -> list[Job]:
         """The inputs' jobs; with ``outputs``, without our own outputs and only once those
         are known to be safe to write (exit 2 before any image is processed)."""
-        jobs = pair(discover(paths, self.settings.recursive), ref)
+        jobs = pair(discover(paths, self.settings.recursive, self.notes), ref)
         return outputs.screened(jobs) if outputs is not None else jobs
 
     def tool_problems(self, cards: Sequence[ToolCard]) -> list[str]:

@@ -258,7 +258,7 @@ def test_cli_build_show_and_refusal(tmp_path: Path, capsys: pytest.CaptureFixtur
     pool = tmp_path / "pool.db"
     code, out = invoke("experience", "build", data, "--out", pool, "--tools", "noise,sharpness",
                        "--categories", "Noise,Blurs", "--size", "128", "--json", "-q")  # fmt: skip
-    assert code == 0, capsys.readouterr().err
+    assert code == 3, capsys.readouterr().err  # broken.png was skipped: some inputs failed
     doc = json.loads(out)
     assert {(e["mode"], e["category"]) for e in doc["entries"]} == {
         ("NR", "Noise"),

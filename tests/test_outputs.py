@@ -93,11 +93,26 @@ def test_resume_upgrades_an_older_csv_that_lacks_the_commands_new_columns(
     assert df["refused"].tolist() == ["", "", "x"]
     assert df.loc[:1, BASE_COLUMNS].equals(old.loc[:1, BASE_COLUMNS])
     assert not list(tmp_path.glob(".*upgrade"))  # the temporary file is gone
-    # only the command's own columns may be missing, and only in this run's order
-    for header in (columns_for(["psnr"]), [*BASE_COLUMNS[1:], "image"]):
+    # only the command's own columns may be missing (not another tool's), nothing added
+    for header in (columns_for(["psnr"]), [*columns_for(["psnr", "ssim", "niqe"]), *FIX]):
         ResultsWriter(out, header).close()
         with pytest.raises(ConfigError, match="columns differ"):
             ResultsWriter(out, [*columns_for(["psnr", "ssim"]), *FIX], resume=True, optional=FIX)
+
+
+def test_resume_upgrade_maps_an_older_csvs_cells_by_column_name(tmp_path: Path) -> None:
+    """An older CSV whose columns are in another order: each cell lands under its name."""
+    out = tmp_path / "r.csv"
+    shuffled = [*BASE_COLUMNS[1:], "image"]
+    with ResultsWriter(out, shuffled) as w:
+        w.write(_result(1))
+    old = pd.read_csv(out, keep_default_na=False, dtype=str)
+    w2 = ResultsWriter(out, BASE_COLUMNS + FIX, resume=True, optional=FIX)
+    assert {k for _, k in w2.done} == {"k1"}
+    w2.close()
+    df = pd.read_csv(out, keep_default_na=False, dtype=str)
+    assert list(df.columns) == BASE_COLUMNS + FIX
+    assert df[BASE_COLUMNS].equals(old[BASE_COLUMNS]) and df.loc[0, "image"] != ""
 
 
 def test_trace_lines_are_json(tmp_path: Path) -> None:
@@ -162,3 +177,27 @@ def test_url_credentials_redacted() -> None:
 
     assert redact_url("http://user:pw@host:8000/v1?key=abc") == "http://***@host:8000/v1?***"
     assert redact_url("rules") == "rules"
+
+
+def test_resume_upgrade_keeps_a_link_and_the_mode_and_waits_for_a_row(tmp_path: Path) -> None:
+    """Through a symbolic link the linked file is upgraded (the link stays), with its mode;
+    a run that ends before any row (completed=False) leaves the older CSV as it was."""
+    real = tmp_path / "store" / "r.csv"
+    real.parent.mkdir()
+    with ResultsWriter(real, BASE_COLUMNS) as w:  # what the older version wrote
+        w.write(_result(1))
+    real.chmod(0o640)
+    link = tmp_path / "r.csv"
+    link.symlink_to(real)
+    before = real.read_bytes()
+    w = ResultsWriter(link, BASE_COLUMNS + FIX, resume=True, optional=FIX)
+    w.close(completed=False)  # the run failed before its first row
+    assert real.read_bytes() == before
+    w = ResultsWriter(link, BASE_COLUMNS + FIX, resume=True, optional=FIX)
+    w.write(_result(2))
+    w.close()
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert real.stat().st_mode & 0o777 == 0o640
+    df = pd.read_csv(link, keep_default_na=False, dtype=str)
+    assert list(df.columns) == BASE_COLUMNS + FIX and df["key"].tolist() == ["k1", "k2"]
+    assert not list(real.parent.glob(".*upgrade")) and not list(tmp_path.glob(".*upgrade"))

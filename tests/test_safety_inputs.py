@@ -162,12 +162,13 @@ def test_unreadable_subfolder_gets_an_error_row(
 
 @pytest.mark.parametrize(
     ("pattern", "recursive"),
-    [("d/**/*.png", True), ("d/*/*.png", False), ("d/**", True), ("d/*", False)],
+    [("d/**/*.png", True), ("d/**", True), ("d/*", False)],
 )
 def test_a_folder_a_pattern_cannot_search_gets_an_error_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: str, recursive: bool
 ) -> None:
-    """glob skips a folder it cannot list without a word: it is one input with an error
+    """glob skips a folder it cannot list without a word: when the pattern matched it or
+    its recursive part (``**`` with -R) had to search it, it is one input with an error
     row, as below a folder given with -R, not images silently missing."""
     from agentiqa_cli.imaging import discover as disc
 
@@ -185,10 +186,12 @@ def test_a_folder_a_pattern_cannot_search_gets_an_error_row(
 
     monkeypatch.setattr(os, "scandir", scandir)
     monkeypatch.chdir(tmp_path)
-    jobs = disc.pair(disc.discover([pattern], recursive=recursive), None)
+    warnings: list[str] = []
+    jobs = disc.pair(disc.discover([pattern], recursive=recursive, warnings=warnings), None)
     by = {j.image.as_posix(): j.error for j in jobs}
     assert "d/ok/c.png" in by and by["d/ok/c.png"] == ""
     assert by["d/locked"].startswith("d/locked: cannot list folder: Permission denied")
+    assert warnings == []
     if pattern.endswith(".png"):  # (`d/**` matches d/ itself: walked whole, as with -R)
         assert not any("hidden" in name for name in by)
     # a pattern whose only folder cannot be searched is that folder's error, not "no match"
@@ -635,3 +638,41 @@ def test_http_vlm_with_broken_logprobs_end_to_end(tmp_path: Path, bad: str) -> N
     assert row["status"] == "ok" and row["error"] == ""
     score = float(row["score"])
     assert 1.0 <= score <= 5.0 and row["level"] != "" and score != 1.0
+
+
+def test_a_folder_an_intermediate_wildcard_crosses_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'home/*/photos/*.png' crosses other users' homes: one it cannot list is said on
+    stderr (a warning), not an error row that makes a normal run exit 3; -q hides it."""
+    import pandas as pd
+
+    from agentiqa_cli.errors import ConfigError
+    from agentiqa_cli.imaging import discover as disc
+    from tests.test_cli_score import invoke
+
+    save_rgb(tmp_path / "home" / "me" / "photos" / "a.png", natural_like(48, 48))
+    save_rgb(tmp_path / "home" / "me" / "photos" / "locked" / "b.png", natural_like(48, 48))
+    (tmp_path / "home" / "bob").mkdir()
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if Path(str(path)).name in ("bob", "locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.chdir(tmp_path)
+    assert invoke("score", "home/*/photos/*.png", "-t", "sharpness", "-o", "r.csv")[0] == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "warning: home/*/photos/*.png: cannot list home/bob" in err
+    assert pd.read_csv("r.csv")["image"].tolist() == ["home/me/photos/a.png"]
+    # a folder the recursive part (`**` with -R) had to search is an input: an error row
+    warnings: list[str] = []
+    found = disc.discover(["home/*/photos/**/*.png"], recursive=True, warnings=warnings)
+    jobs = {j.image.as_posix(): j.error for j in disc.pair(found, None)}
+    assert jobs["home/me/photos/a.png"] == "" and "cannot list" in jobs["home/me/photos/locked"]
+    assert "home/bob" not in jobs and len(warnings) == 1 and "home/bob" in warnings[0]
+    # nothing else found: the reason, not "no match"
+    with pytest.raises(ConfigError, match="cannot list home/bob"):
+        disc.discover(["home/*/music/*.png"])

@@ -567,3 +567,36 @@ def test_assess_resumes_a_csv_from_before_the_fix_columns(tmp_path: Path, pics: 
     again = pd.read_csv(out, keep_default_na=False, dtype=str)
     assert list(again.columns) == list(df.columns) and len(again) == 2
     assert again.loc[0, "key"] == df.loc[0, "key"] and again.loc[0, "refused"] == ""
+
+
+def test_a_training_log_is_not_taken_for_a_trace(tmp_path: Path, pics: Path) -> None:
+    """JSON lines whose first line has a "step" of ours but is no trace record of ours (a
+    training log) are someone else's file: refused, not truncated."""
+    from agentiqa_cli.io.guard import is_trace_file
+    from agentiqa_cli.records import TraceEvent
+
+    log = tmp_path / "train.jsonl"
+    text = '{"step": "final", "epoch": 3, "loss": 0.31}\n'
+    log.write_text(text)
+    assert not is_trace_file(log)
+    assert invoke("score", pics, "-o", tmp_path / "r.csv", "--trace", log, "-q") == 2
+    assert log.read_text() == text
+    ours = tmp_path / "old.jsonl"  # an older eval-bench trace: no run header, a step of ours
+    ours.write_text(TraceEvent(step="final", image="x.png").model_dump_json() + "\n")
+    assert is_trace_file(ours)
+
+
+def test_a_bench_trace_header_names_the_command_not_the_progress_label(tmp_path: Path) -> None:
+    """The run header's command is said, not parsed out of the progress bar's label."""
+    from agentiqa_cli.bench.runs import Bench
+    from agentiqa_cli.cli.bench import _bench
+    from agentiqa_cli.config import load_settings
+
+    async def main(bench: Bench) -> int:
+        return 7
+
+    trace = tmp_path / "trace.jsonl"
+    got = _bench(load_settings({}), trace, 0, "scoring my (v2) set", main,
+                 command="eval-bench mos")  # fmt: skip
+    assert got == 7
+    assert json.loads(trace.read_text().splitlines()[0])["parsed"]["command"] == "eval-bench mos"

@@ -103,8 +103,8 @@ def test_tools_check_offline_reports_missing_weights_quickly(
     t0 = time.monotonic()
     r = runner.invoke(app, ["tools", "check", "sharpness", "psnr", "musiq", "--json"])
     assert time.monotonic() - t0 < 120
-    assert r.exit_code == 0, r.output
     rows = {row["tool"]: row for row in json.loads(r.stdout)}
+    assert r.exit_code == (0 if rows["musiq"]["ready"] else 1), r.output
     assert rows["sharpness"]["ready"] and rows["sharpness"]["needs"] == ""
     assert rows["psnr"]["ready"] and rows["psnr"]["needs"] == "reference"
     assert rows["musiq"]["needs"] == "weights"
@@ -167,3 +167,48 @@ def test_quiet_prints_only_errors_and_the_json_asked_for(
     # and without -q, the table and the rules backend's note are there
     r = runner.invoke(app, ["assess", str(long_named), "-o", out, "--force"])
     assert LONG in r.stdout and "rules backend" in r.stderr
+
+
+def test_tools_check_exits_1_when_a_named_tool_is_not_ready(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A named tool that cannot run here is an error: said under -q too, exit 1; all tools
+    (none named) is a report, exit 0."""
+    from agentiqa_cli.tools.runner import ToolRunner
+
+    real = ToolRunner.availability
+
+    def psnr_broken(self: ToolRunner, card: object) -> tuple[bool, str]:
+        if getattr(card, "name", "") == "psnr":
+            return False, "weights missing"
+        return real(self, card)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ToolRunner, "availability", psnr_broken)
+    r = runner.invoke(app, ["tools", "check", "sharpness", "psnr", "-q"])
+    assert r.exit_code == 1 and r.stdout == "", r.output
+    assert r.stderr.startswith("error: psnr cannot run here: weights missing")
+    assert "sharpness" not in r.stderr
+    r = runner.invoke(app, ["tools", "check", "psnr", "--json", "-q"])
+    assert r.exit_code == 1 and json.loads(r.stdout)[0]["ready"] is False
+    r = runner.invoke(app, ["tools", "check", "sharpness", "-q"])
+    assert r.exit_code == 0 and r.output == "", r.output
+
+
+def test_quiet_is_one_mode_that_notes_and_progress_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """-q is set once (set_quiet); note, warn and the progress lines read it: no second
+    flag per call that could disagree with it."""
+    from agentiqa_cli.cli import render as ui
+
+    try:
+        for quiet in (True, False):
+            ui.set_quiet(quiet)
+            ui.note("a note")
+            reporter = ui.Reporter(1, "x")
+            with reporter.running():
+                reporter.advance("img.png", "ok")
+            err = capsys.readouterr().err
+            assert (err == "") if quiet else ("a note" in err and "[1/1] ok img.png" in err)
+    finally:
+        ui.set_quiet(False)

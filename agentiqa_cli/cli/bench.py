@@ -60,18 +60,19 @@ def _bench(
     trace: Path | None,
     total: int,
     label: str,
-    quiet: bool,
     main: Callable[[Bench], Awaitable[T]],
+    *,
+    command: str,
 ) -> T:
-    """Run ``main`` on a Runtime with a progress bar ticking once per result row; the trace
-    starts with the run header (the command: ``label`` up to a parenthesis)."""
+    """Run ``main`` on a Runtime with a progress bar (``label``) ticking once per result row;
+    the trace starts with the run header naming ``command``."""
     from agentiqa_cli.bench.runs import Bench
 
-    reporter = ui.Reporter(total, label, quiet)
+    reporter = ui.Reporter(total, label)
 
     async def go() -> T:
         async with Runtime(settings) as rt:
-            tracer = TraceWriter(trace, header=rt.header(label.split(" (")[0]))
+            tracer = TraceWriter(trace, header=rt.header(command))
             try:
                 with reporter.running():
                     value = await main(
@@ -122,20 +123,20 @@ def mos(
     settings = opts.settings()
     data = load_dataset(dataset, layout, limit=limit, sample=sample, seed=seed)
     for n in data.notes:
-        ui.note(n, opts.quiet)
+        ui.note(n)
     names = tool_list(tools) or []
     check_out_dir(out_dir, ("trace.jsonl", "summary.csv", "predictions.csv", "scatter.png"),
                   _inputs(data.source, data.items))  # fmt: skip
     out_dir.mkdir(parents=True, exist_ok=True)
 
     async def main(b: Bench) -> MosReport:
-        note_backend(b.rt, opts.quiet)
+        note_backend(b.rt)
         cards = b.rt.cards.resolve(names)
         return await run_mos(b, data, cards, assess, bootstrap=bootstrap, seed=seed)
 
     total = len(data.items) * (len(names) + int(assess))
     report = _bench(settings, out_dir / "trace.jsonl", total, f"eval-bench mos ({data.name})",
-                    opts.quiet, main)  # fmt: skip
+                    main, command="eval-bench mos")  # fmt: skip
     write_mos_csv(report, out_dir / "summary.csv")
     write_predictions_csv(report, out_dir / "predictions.csv")
     png = plot_scatter(report, out_dir / "scatter.png")
@@ -190,10 +191,11 @@ def mcq(
     out_dir.mkdir(parents=True, exist_ok=True)
 
     async def main(b: Bench) -> MCQReport:
-        note_backend(b.rt, opts.quiet)
+        note_backend(b.rt)
         return await run_mcq(b, qs, whole_agent)
 
-    report = _bench(settings, out_dir / "trace.jsonl", len(qs), "eval-bench mcq", opts.quiet, main)
+    report = _bench(settings, out_dir / "trace.jsonl", len(qs), "eval-bench mcq", main,
+                    command="eval-bench mcq")  # fmt: skip
     write_mcq_csv(report, out_dir / "answers.csv")
     t = Table(
         title=f"{questions.name}: {report.n} questions, backend {redact_url(settings.vlm)}",
@@ -236,7 +238,7 @@ def synth(
     check_out_dir(out_dir, ("trace.jsonl", "synth.csv"), clean, input_dir=clean_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = synth_report(settings, clean_dir, out_dir, tool_list(tools), assess,
-                          tool_list(kinds), levels, size, seed, opts.quiet)  # fmt: skip
+                          tool_list(kinds), levels, size, seed)  # fmt: skip
     write_synth_csv(report, out_dir / "synth.csv")
     ui.out.print(synth_table(report))
     n = report.methods[0].n if report.methods else 0
@@ -253,18 +255,18 @@ def synth_report(
     levels: int,
     size: int,
     seed: int,
-    quiet: bool,
 ) -> SynthReport:
     """`eval-bench synth`'s run (also used by the benchmark script)."""
     from agentiqa_cli.bench.runs import run_synth
 
     async def main(b: Bench) -> SynthReport:
-        note_backend(b.rt, quiet)
+        note_backend(b.rt)
         cards = b.rt.cards.resolve(tools) if tools else b.rt.score_cards(has_reference=False)
         return await run_synth(b, clean_dir, out_dir, cards, assess, kinds=kinds, levels=levels,
                                size=size, seed=seed)  # fmt: skip
 
-    return _bench(settings, out_dir / "trace.jsonl", 0, "eval-bench synth", quiet, main)
+    return _bench(settings, out_dir / "trace.jsonl", 0, "eval-bench synth", main,
+                  command="eval-bench synth")  # fmt: skip
 
 
 def synth_table(report: SynthReport) -> Table:
@@ -339,7 +341,8 @@ def calibrate(
         cards = b.rt.cards.resolve(tool_list(tools) or [])
         return await run_calibrate(b, data, cards, rng)
 
-    fits = _bench(settings, None, len(data.items), "calibrate", opts.quiet, main)
+    fits = _bench(settings, None, len(data.items), "calibrate", main,
+                  command="calibrate")  # fmt: skip
     written = write_overlay(
         fits, out, f"{data.name} ({data.layout}, {len(data.items)} images)", include_suspect
     )
@@ -379,7 +382,7 @@ def vqpp(
     check_out_dir(out_dir, ("trace.jsonl", "vqpp.csv", "decisions.jsonl"), sources,
                   input_dir=clean_dir)  # fmt: skip
     items = build(clean_dir, out_dir / "images", seed=seed, size=size, limit=limit)
-    rows, chosen, found = asyncio.run(_vqpp_decide(settings, items, out_dir, opts.quiet))
+    rows, chosen, found = asyncio.run(_vqpp_decide(settings, items, out_dir))
     write_report(rows, out_dir / "vqpp.csv")
     write_decisions(items, chosen, found, out_dir / "decisions.jsonl")
     t = Table(
@@ -396,13 +399,13 @@ def vqpp(
 
 
 async def _vqpp_decide(
-    settings: Settings, items: list[VqppItem], out_dir: Path, quiet: bool
+    settings: Settings, items: list[VqppItem], out_dir: Path
 ) -> tuple[list[VqppRow], dict[str, list[Operation] | None], dict[str, list[str]]]:
     from agentiqa_cli.imperfect.bench import decide_all, report
 
-    reporter = ui.Reporter(len(items), "eval-bench vqpp", quiet)
+    reporter = ui.Reporter(len(items), "eval-bench vqpp")
     async with Runtime(settings) as rt:
-        note_backend(rt, quiet)
+        note_backend(rt)
         asker = await rt.asker()
         say_notes(rt)
         tracer = TraceWriter(out_dir / "trace.jsonl", header=rt.header("eval-bench vqpp"))

@@ -131,7 +131,7 @@ def evaluate(
     gen_dir = gen_dir or opts.out.with_name(opts.out.stem + "-images")
     if gen is not None:
         check_gen_dir(gen_dir, opts.out, opts.resume, opts.force)  # exit 2 before any work
-    reporter = ui.Reporter(max_samples, "evaluate", opts.quiet)
+    reporter = ui.Reporter(max_samples, "evaluate")
 
     def on_round(d: RoundDraw) -> None:
         hard = sum(s.stratum == "hard" for s in d.samples)
@@ -142,18 +142,17 @@ def evaluate(
         )
         ui.note(
             f"round {d.round}: {d.sub_aspect.name} with {d.tool}, {len(d.samples)} images ({how})",
-            opts.quiet,
         )
 
     hooks = Hooks(
         on_round=on_round,
         on_result=lambda r: reporter.advance(r.image, r.status, _detail(r)),
-        on_note=lambda m: ui.note(m, opts.quiet),
+        on_note=ui.note,
     )
 
     async def main() -> tuple[Evaluation, Verdict]:
         async with Runtime(settings) as rt:
-            note_backend(rt, opts.quiet)
+            note_backend(rt)
             if gen is not None:
                 src: Folder | GeneratorSource = GeneratorSource(gen, gen_dir)
             else:
@@ -166,7 +165,7 @@ def evaluate(
                             extra_columns=EVAL_COLUMNS, extra=ev.cells_of, force=opts.force) as (writer, tracer), reporter.running():  # fmt: skip
                 if opts.resume:
                     done = ev.resume(trace_path_for(opts.out, opts.trace), opts.out)
-                    ui.note(f"resuming after {done} round(s) drawn", opts.quiet)
+                    ui.note(f"resuming after {done} round(s) drawn")
                 verdict = await ev.run(writer, tracer)
             return ev, verdict
 

@@ -13,6 +13,7 @@ from agentiqa_cli.cli.app import experience_app
 from agentiqa_cli.cli.options import EXIT_CODES_HELP, Common, JsonOut, shared, tool_list
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.experience.pool import Pool, read_pool
+from agentiqa_cli.gate import EXIT_INPUT
 from agentiqa_cli.records import CATEGORIES, Mode
 from agentiqa_cli.runtime import Runtime
 
@@ -77,13 +78,15 @@ def build(
     settings = opts.settings()
     rt = Runtime(settings)
     images = [0]
+    skipped: list[str] = []
 
     def progress(name: str, status: str) -> None:
         if status != "ok":  # an input that failed: an error, said even with -q
             ui.fail(f"{name}: {status} (skipped)")
+            skipped.append(name)
         else:
             images[0] += 1
-            ui.note(f"measured {name} ({images[0]})", opts.quiet)
+            ui.note(f"measured {name} ({images[0]})")
 
     notes: list[str] = []
     pool = build_pool(
@@ -93,8 +96,10 @@ def build(
         max_pixels=settings.max_pixels, layout=layout, on_image=progress, notes=notes,
     )  # fmt: skip
     for n in notes:
-        ui.note(n, opts.quiet)
+        ui.note(n)
     _show(pool, json_out)
+    if skipped:  # the pool is written without them; some inputs failed: exit 3
+        raise typer.Exit(EXIT_INPUT)
 
 
 @experience_app.command(epilog=EXIT_CODES_HELP)

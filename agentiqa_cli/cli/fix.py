@@ -65,12 +65,12 @@ def fix(
     settings = opts.settings(query=query)
 
     async def main(rt: Runtime) -> BatchSummary:
-        note_backend(rt, opts.quiet)
+        note_backend(rt)
         jobs = rt.jobs(paths, None, opts.outputs())  # CSV and trace checked: exit 2 first
         asker = await rt.asker()
         say_notes(rt)
         fixer = Fixer(asker, rt.settings.query, out, [j.image for j in jobs])
-        reporter = ui.Reporter(len(jobs), "fix", opts.quiet)
+        reporter = ui.Reporter(len(jobs), "fix")
         with (
             rt.outputs(opts.out, opts.trace, opts.resume, "fix", None, FIX_COLUMNS, fix_cells)
             as (writer, tracer),

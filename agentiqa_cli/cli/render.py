@@ -116,13 +116,14 @@ _mode = {"quiet": False}
 
 def set_quiet(on: bool) -> None:
     """``-q``: stdout carries only the ``--json`` asked for (no table, no summary line),
-    stderr only errors (no progress, notes or warnings). Set once per command."""
+    stderr only errors (no progress, notes or warnings). Set once per command; ``note``,
+    ``warn`` and ``Reporter`` read it (one flag, not one per call)."""
     _mode["quiet"] = on
     out.quiet = on  # rich prints nothing; print_json writes past it on purpose
 
 
-def note(message: str, quiet: bool = False) -> None:
-    if not (quiet or _mode["quiet"]):
+def note(message: str) -> None:
+    if not _mode["quiet"]:
         err.print(visible(message, True), style="dim", highlight=False, markup=False)
 
 
@@ -139,17 +140,16 @@ def fail(message: str) -> None:
 class Reporter:
     """Progress for a batch: a rich bar on a TTY, plain lines otherwise, nothing when quiet."""
 
-    def __init__(self, total: int, label: str, quiet: bool):
+    def __init__(self, total: int, label: str):
         self.total = total
         self.label = label
-        self.quiet = quiet
         self.count = 0
         self._progress: Progress | None = None
         self._task: Any = None
 
     @contextmanager
     def running(self) -> Iterator[Reporter]:
-        if not self.quiet and err.is_terminal:
+        if not _mode["quiet"] and err.is_terminal:
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
@@ -169,7 +169,7 @@ class Reporter:
 
     def advance(self, image: str, status: str, detail: str = "") -> None:
         self.count += 1
-        if self.quiet:
+        if _mode["quiet"]:
             return
         if self._progress is not None:
             elapsed = self._progress.tasks[0].elapsed or 0.0

@@ -32,13 +32,13 @@ def default_html(csv: Path) -> Path:
     return csv.with_name(csv.stem + ".report.html")
 
 
-def make_report(csv: Path, html: Path, top: int, quiet: bool) -> Report:
+def make_report(csv: Path, html: Path, top: int) -> Report:
     """Measure, build and write the page; the CLI's one path for `report` and `--report`."""
     from agentiqa_cli.report import build_report, render_html
     from agentiqa_cli.report.rows import read_rows
 
     rows = read_rows(csv)
-    reporter = ui.Reporter(len(rows), "report", quiet)
+    reporter = ui.Reporter(len(rows), "report")
     with reporter.running():
         report = build_report(
             csv, rows=rows, top=top, on_image=lambda n: reporter.advance(n, "read")
@@ -101,7 +101,7 @@ def report(
         raise ConfigError(f"{csv}: {why}")
     target = html or default_html(csv)
     check_report_page(target, csv)  # never the CSV, an image or another file: exit 2
-    result = make_report(csv, target, top, quiet)
+    result = make_report(csv, target, top)
     if json_out:
         ui.print_json({**result.model_dump(mode="json", exclude=_THUMBS), "html": str(target)})
     else:
@@ -121,13 +121,13 @@ _THUMBS: dict[str, Any] = {
 }
 
 
-def report_after_run(csv: Path, html: Path | None, quiet: bool) -> None:
+def report_after_run(csv: Path, html: Path | None) -> None:
     """`--report` on score/assess: write the page after the batch; a note on stderr."""
     if html is None:
         return
     if not csv.is_file():
         ui.warn(f"--report: {csv} was not written (no images?); no report")
         return
-    result = make_report(csv, html, 6, quiet)
+    result = make_report(csv, html, 6)
     flagged = sum(1 for i in result.issues if i.count)
-    ui.note(f"report: {flagged} issue(s) found over {result.images} image(s) → {html}", quiet)
+    ui.note(f"report: {flagged} issue(s) found over {result.images} image(s) → {html}")

@@ -58,6 +58,7 @@ def score(
 
     async def main(rt: Runtime) -> BatchSummary:
         jobs = rt.jobs(paths, ref, opts.outputs(report))  # outputs checked: exit 2 before work
+        say_notes(rt)  # folders a pattern passed through but could not list
         cards = rt.score_cards(has_reference=ref is not None)
         names = [c.name for c in cards]
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
@@ -67,7 +68,7 @@ def score(
                                 remote=functools.partial(scorer_of, tuple(names)))  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))
-    report_after_run(opts.out, report, opts.quiet)
+    report_after_run(opts.out, report)
     finish(summary, opts, "agentiqa score")
 
 
@@ -92,7 +93,7 @@ async def run_images(
 ) -> BatchSummary:
     """The batch behind `score` and `assess`: outputs opened, progress shown, rows written.
     ``remote`` rebuilds ``process`` in another process (``--engine ray``'s workers)."""
-    reporter = ui.Reporter(len(jobs), label, opts.quiet)
+    reporter = ui.Reporter(len(jobs), label)
     with (
         rt.outputs(
             opts.out,
@@ -184,12 +185,11 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
 
 
 # -- plan / assess ------------------------------------------------------------------------
-def note_backend(rt: Runtime, quiet: bool) -> None:
+def note_backend(rt: Runtime) -> None:
     if rt.settings.vlm == "rules":
         ui.note(
             "note: no VLM configured; using the deterministic rules backend "
             "(set --vlm URL --model NAME or AGENTIQA_VLM_URL for a vision-language model)",
-            quiet,
         )
 
 
@@ -220,7 +220,7 @@ def plan(
 
     async def main() -> dict[str, object]:
         async with Runtime(settings) as rt:
-            note_backend(rt, opts.quiet)
+            note_backend(rt)
             agent = await rt.agent()
             say_notes(rt)
             the_plan = await agent.plan(ref is not None, Usage(), NO_TRACE)
@@ -297,7 +297,7 @@ def assess(
     )
 
     async def main(rt: Runtime) -> BatchSummary:
-        note_backend(rt, opts.quiet)
+        note_backend(rt)
         jobs = rt.jobs(paths, ref, opts.outputs(report))  # outputs checked: exit 2 before work
         rt.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
         agent = await rt.agent()  # a wrong model is exit 2 here, before any output
@@ -310,5 +310,5 @@ def assess(
         )  # fmt: skip
 
     summary = asyncio.run(_with_runtime(settings, main))
-    report_after_run(opts.out, report, opts.quiet)
+    report_after_run(opts.out, report)
     finish(summary, opts, "agentiqa assess")

@@ -18,6 +18,7 @@ from agentiqa_cli.cli.options import (
     Quiet,
 )
 from agentiqa_cli.config import load_settings
+from agentiqa_cli.gate import EXIT_GATE, EXIT_OK
 
 
 # -- tools ---------------------------------------------------------------------------------
@@ -87,7 +88,9 @@ def tools_check(
     config: ConfigOpt = None,
 ) -> None:
     """Which tools can run here now (builds each metric; weights must be cached, or are
-    downloaded when huggingface.co is reachable). Progress goes to stderr."""
+    downloaded when huggingface.co is reachable). Progress goes to stderr. Exit codes: 0
+    every tool named is ready (or none was named: a report of all); 1 a tool named is not
+    ready (an error line says why, -q or not)."""
     from contextlib import nullcontext
 
     from rich.table import Table
@@ -103,10 +106,9 @@ def tools_check(
         ui.note(
             "offline (huggingface.co unreachable or HF_HUB_OFFLINE set): weights that are "
             "not cached are reported, not downloaded",
-            quiet,
         )
     rows: list[dict[str, Any]] = []
-    reporter = ui.Reporter(len(cards), "tools check", quiet)
+    reporter = ui.Reporter(len(cards), "tools check")
     with no_downloads() if offline else nullcontext(), reporter.running():
         for c in cards:
             ok, why = rt.runner.availability(c)
@@ -120,9 +122,13 @@ def tools_check(
                 {"tool": c.name, "ready": ok, "needs": ", ".join(needs), "cached": cached,
                  "detail": why}
             )  # fmt: skip
+    not_ready = [r for r in rows if not r["ready"]] if names else []
+    for r in not_ready:  # an error, shown under -q too: the exit code says so
+        ui.fail(f"{r['tool']} cannot run here: {r['detail']}")
+    code = EXIT_GATE if not_ready else EXIT_OK
     if json_out:
         ui.print_json(rows)
-        return
+        raise typer.Exit(code)
     t = Table(title=f"tools on {rt.runner.device}", title_justify="left")
     for col in ("tool", "ready", "needs", "cached", "detail"):
         t.add_column(col, overflow="fold")
@@ -153,3 +159,4 @@ def tools_check(
             f"{', '.join(broken)}: weights cached but the tool cannot run here; the agent is "
             "offered it by default and its cells stay empty (--no-learned-tools: none offered)"
         )
+    raise typer.Exit(code)

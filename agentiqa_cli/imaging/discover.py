@@ -141,24 +141,38 @@ def _lists(parts: tuple[str, ...], pattern: tuple[str, ...], recursive: bool) ->
     return fnmatch.fnmatch(name, head) and _lists(parts[1:], pattern[1:], recursive)
 
 
-def _unsearched(pattern: str, recursive: bool) -> list[Path]:
-    """The folders a glob search for ``pattern`` had to list but could not: glob skips them
-    without a word, so they are found by walking the same folders again."""
+def _unsearched(pattern: str, recursive: bool) -> tuple[list[Path], list[Path]]:
+    """The folders a glob search for ``pattern`` had to list but could not (glob skips them
+    without a word), found by walking the same folders again: (those that are inputs of
+    the run and get an error row, those only passed through and get a warning).
+
+    Inputs: the pattern's fixed prefix (named on the command line) and the folders its
+    recursive part (``**`` with -R) had to search. Passed through: a folder an intermediate
+    wildcard crosses (``/home/*/photos/*.jpg`` and other users' homes). Only patterns with
+    a wildcard above the file name are walked; the others list their fixed prefix alone."""
     root = _fixed_prefix(pattern)
     rest = Path(pattern).parts[len(root.parts) :]
-    found: list[Path] = []
+    if len(rest) <= 1:  # glob lists the fixed prefix only
+        return ([root] if _unlisted(root) else []), []
+    deep = rest.index("**") if recursive and "**" in rest else len(rest)
+    inputs: list[Path] = []
+    crossed: list[Path] = []
 
     def report(e: OSError) -> None:
         if e.filename is not None and os.path.isdir(e.filename):
-            found.append(Path(str(e.filename)))
+            folder = Path(str(e.filename))
+            depth = len(folder.relative_to(root).parts)
+            (inputs if depth == 0 or depth >= deep else crossed).append(folder)
 
     for dirpath, dirnames, _ in _folders(root, report):
         rel = Path(dirpath).relative_to(root).parts
         dirnames[:] = [d for d in dirnames if _lists((*rel, d), rest, recursive)]
-    return found
+    return inputs, crossed
 
 
-def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path]]:
+def discover(
+    paths: list[str], recursive: bool = False, warnings: list[str] | None = None
+) -> list[tuple[Path, Path]]:
     """(image, root) pairs, in a stable order, without duplicates.
 
     A path that names a file is taken whatever its extension (so a bad file gets its own
@@ -167,7 +181,8 @@ def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path
     empty folder, a folder of sub-folders without ``recursive``), are a usage error; so is
     a folder named on the command line that cannot be listed. A folder found (below a
     folder with ``recursive``, or by a pattern) that cannot be listed is one input: it gets
-    an error row (``pair``), and the batch goes on.
+    an error row (``pair``), and the batch goes on; one a pattern's intermediate wildcard
+    only passed through (``_unsearched``) is said in ``warnings`` instead.
     """
     out: list[tuple[Path, Path]] = []
     seen: set[Path] = set()
@@ -187,9 +202,18 @@ def discover(paths: list[str], recursive: bool = False) -> list[tuple[Path, Path
             add(p, p.parent)
         else:
             matches = sorted(glob.glob(raw, recursive=recursive))
-            unsearched = _unsearched(raw, recursive)
+            unsearched, crossed = _unsearched(raw, recursive)
+            skipped = ""
+            if crossed:
+                more = f" and {len(crossed) - 1} more" if len(crossed) > 1 else ""
+                skipped = (
+                    f"{raw}: cannot list {display_path(crossed[0])}{more} "
+                    "(permissions?); the images the pattern would find there are skipped"
+                )
             if not matches and not unsearched:
-                raise ConfigError(f"{raw}: no such file, folder or matching pattern")
+                raise ConfigError(skipped or f"{raw}: no such file, folder or matching pattern")
+            if skipped and warnings is not None:
+                warnings.append(skipped)
             # relative paths (for --ref pairing) start below the pattern's fixed prefix
             root = _fixed_prefix(raw)
             for m in matches:

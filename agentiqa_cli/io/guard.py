@@ -15,7 +15,6 @@ trace and report files), ``calibrate``'s overlay and ``evaluate``'s ``--gen-dir`
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -23,12 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
 
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import display_path
 from agentiqa_cli.io.results import BASE_COLUMNS, lock_path
-from agentiqa_cli.records import STEPS
+from agentiqa_cli.records import TraceEvent
 
 _SNIFF = 64 * 1024  # our headers are far shorter
 
@@ -67,7 +67,8 @@ def is_results_file(path: Path) -> bool:
 
 def is_trace_file(path: Path) -> bool:
     """An empty file, or JSON lines starting with our ``run`` header (or, as eval-bench
-    wrote them before it had one, with another step of ours)."""
+    wrote them before it had one, with another trace record of ours: records forbid
+    unknown fields, so someone's ``{"step": "final", "loss": 0.3}`` log is not ours)."""
     line = _first_line(path)
     if line is None:
         return False
@@ -75,11 +76,11 @@ def is_trace_file(path: Path) -> bool:
         return path.stat().st_size == 0
     if line.startswith('{"step":"run"'):  # as we write it (a long header may be cut here)
         return True
-    try:
-        first = json.loads(line)
-    except ValueError:
+    try:  # a record of ours, not any JSON with a "step" (a training log's "final", say)
+        TraceEvent.model_validate_json(line)
+    except ValidationError:
         return False
-    return isinstance(first, dict) and first.get("step") in STEPS
+    return True
 
 
 def is_report_file(path: Path) -> bool:

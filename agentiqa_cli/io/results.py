@@ -20,10 +20,12 @@ that fails on a configuration error leaves an earlier CSV untouched.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import io
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,6 +220,7 @@ class ResultsWriter:
         self.optional = frozenset(optional)  # columns an older version's CSV may lack
         self.done: set[tuple[str, str]] = set()
         self._fd = -1
+        self._pending: list[list[str]] | None = None  # an older CSV's rows, to upgrade
         self._lock: FileLock | None = None
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.is_file():  # (the guard refuses devices and pipes)
@@ -255,13 +258,14 @@ class ResultsWriter:
                     f"{self.path}: cannot resume: a record has {len(row)} cells, the header "
                     f"{width}; nothing was changed (repair the file, or use another --out)"
                 )
-        if header != self.columns:
-            at = {c: i for i, c in enumerate(header)}
+        if header != self.columns:  # rewritten on the first write: a run that fails
+            at = {c: i for i, c in enumerate(header)}  # before any row leaves it as it was
             complete = [[r[at[c]] if c in at else "" for c in self.columns] for r in complete]
-            self._upgrade(complete)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
-        if header == self.columns and end != len(data):
-            os.ftruncate(self._fd, end)
+            self._pending = complete
+        else:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+            if end != len(data):
+                os.ftruncate(self._fd, end)
         image_at = self.columns.index("image")
         key_at = self.columns.index("key")
         status_at = self.columns.index("status")
@@ -272,42 +276,56 @@ class ResultsWriter:
 
     def _older(self, header: list[str]) -> bool:
         """Whether ``header`` is this run's columns without some optional ones (a CSV an
-        older version wrote), in the same order."""
+        older version wrote), in any order: ``_prepare_resume`` maps the cells by name."""
         have = set(header)
         return (
             len(have) == len(header)
-            and [c for c in self.columns if c in have] == header
+            and have <= set(self.columns)
             and set(self.columns) - have <= self.optional
         )
 
     def _upgrade(self, rows: list[list[str]]) -> None:
         """Replace the CSV with this run's header and ``rows`` (complete ones, already in
         this run's columns): written beside it, flushed to disk, then renamed over it, so a
-        crash leaves the old file or the new one, never a mix."""
-        tmp = self.path.with_name(f".{self.path.name}.upgrade")
-        mode = self.path.stat().st_mode & 0o777
+        crash leaves the old file or the new one, never a mix. Through a symbolic link the
+        file it names is replaced (the link stays), with the old file's mode (and owner,
+        where allowed)."""
+        target = Path(os.path.realpath(self.path))
+        tmp = target.with_name(f".{target.name}.upgrade")
+        st = target.stat()
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
+                with contextlib.suppress(OSError):  # only root may give a file away
+                    os.fchown(fd, st.st_uid, st.st_gid)
                 write_all(fd, _record(self.columns) + b"".join(_record(r) for r in rows))
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(tmp, self.path)
+            os.replace(tmp, target)
         except OSError as e:
             tmp.unlink(missing_ok=True)
-            raise ConfigError(
+            raise OutputWriteError(
                 f"{self.path}: cannot add this version's columns for --resume: "
-                f"{e.strerror or e}; nothing was changed"
+                f"{e.strerror or e}; the file was not changed"
             ) from None
 
     def _ensure_open(self) -> None:
-        if self._fd < 0:
-            try:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        if self._fd >= 0:
+            return
+        if self._pending is not None:
+            self._upgrade(self._pending)
+            self._pending = None
+            flags = os.O_WRONLY | os.O_APPEND
+        else:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        try:
+            self._fd = os.open(self.path, flags, 0o644)
+            if not flags & os.O_APPEND:
                 write_all(self._fd, _record(self.columns))
-            except OSError as e:
-                raise self._failed(e) from None
+        except OSError as e:
+            raise self._failed(e) from None
 
     def write(self, result: Result) -> None:
         extra = self.extra(result) if self.extra is not None else None
