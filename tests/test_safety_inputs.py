@@ -160,6 +160,18 @@ def test_unreadable_subfolder_gets_an_error_row(
     assert "ermission denied" in by["locked"].error
 
 
+def _deny_listing(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    """Listing a folder of one of these names fails as an unreadable folder's does."""
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if Path(str(path)).name in names:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
 @pytest.mark.parametrize(
     ("pattern", "recursive"),
     [("d/**/*.png", True), ("d/**", True), ("d/*", False)],
@@ -177,14 +189,7 @@ def test_a_folder_a_pattern_cannot_search_gets_an_error_row(
     save_rgb(d / "locked" / "b.png", natural_like(48, 48))
     save_rgb(d / "ok" / "c.png", natural_like(48, 48))
     save_rgb(d / ".hidden" / "e.png", natural_like(48, 48))  # glob's `*` never looks there
-    real = os.scandir
-
-    def scandir(path: object = ".") -> object:
-        if Path(str(path)).name in ("locked", ".hidden"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    _deny_listing(monkeypatch, "locked", ".hidden")
     monkeypatch.chdir(tmp_path)
     warnings: list[str] = []
     jobs = disc.pair(disc.discover([pattern], recursive=recursive, warnings=warnings), None)
@@ -654,14 +659,7 @@ def test_a_folder_an_intermediate_wildcard_crosses_is_a_warning(
     save_rgb(tmp_path / "home" / "me" / "photos" / "a.png", natural_like(48, 48))
     save_rgb(tmp_path / "home" / "me" / "photos" / "locked" / "b.png", natural_like(48, 48))
     (tmp_path / "home" / "bob").mkdir()
-    real = os.scandir
-
-    def scandir(path: object = ".") -> object:
-        if Path(str(path)).name in ("bob", "locked"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    _deny_listing(monkeypatch, "bob", "locked")
     monkeypatch.chdir(tmp_path)
     assert invoke("score", "home/*/photos/*.png", "-t", "sharpness", "-o", "r.csv")[0] == 0
     err = " ".join(capsys.readouterr().err.split())
