@@ -394,7 +394,7 @@ def bench_synth() -> None:
 
     weight_free = [c.name for c in load_cards(default_cards_dir()).weight_free("NR")]
     t, r = timed([str(BIN / "agentiqa"), "eval-bench", "synth", str(clean), "--tools", ",".join(weight_free),
-                  "--out-dir", str(WORK / "synth"), "-q"], env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+                  "--out-dir", str(WORK / "synth")], env={**os.environ, "COLUMNS": "200"})  # fmt: skip
     print(r.stdout)
     if r.returncode != 0:
         print(r.stderr[-2000:])
