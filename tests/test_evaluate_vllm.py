@@ -35,11 +35,7 @@ KEY = "agentiqa-evaluate-key"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[vllm_server.VLLMServer]:
-    reason = vllm_server.missing()
-    if reason is not None:
-        if os.environ.get("AGENTIQA_REQUIRE_VLLM") == "1":
-            pytest.fail(f"AGENTIQA_REQUIRE_VLLM=1 but {reason}")
-        pytest.skip(reason)
+    vllm_server.skip_unless_available()
     with vllm_server.VLLMServer(api_key=KEY) as srv:
         yield srv
 

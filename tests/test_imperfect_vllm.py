@@ -29,9 +29,7 @@ KEY = "agentiqa-test-key"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[vllm_server.VLLMServer]:
-    reason = vllm_server.missing()
-    if reason is not None:
-        pytest.skip(reason)
+    vllm_server.skip_unless_available()
     with vllm_server.VLLMServer(api_key=KEY) as srv:
         yield srv
 

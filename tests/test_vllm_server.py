@@ -66,18 +66,9 @@ PLAN_SCHEMA: dict[str, Any] = {
 }
 
 
-def _skip_or_fail() -> None:
-    reason = vllm_server.missing()
-    if reason is None:
-        return
-    if os.environ.get("AGENTIQA_REQUIRE_VLLM") == "1":
-        pytest.fail(f"AGENTIQA_REQUIRE_VLLM=1 but {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[vllm_server.VLLMServer]:
-    _skip_or_fail()
+    vllm_server.skip_unless_available()
     with vllm_server.VLLMServer(api_key=KEY) as srv:
         yield srv
 
@@ -288,7 +279,7 @@ asyncio.run(main())
 
 
 def test_inprocess_backend_batches_on_the_real_engine() -> None:
-    _skip_or_fail()
+    vllm_server.skip_unless_available()
     env = vllm_server.server_env()
     env["PYTHONPATH"] = str(vllm_server.ROOT)
     proc = subprocess.run(

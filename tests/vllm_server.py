@@ -47,6 +47,19 @@ def missing() -> str | None:
     return None
 
 
+def skip_unless_available() -> None:
+    """Skip the calling test when the server cannot run here; fail instead under
+    AGENTIQA_REQUIRE_VLLM=1 (CI, which installed it: a skip there would hide a broken setup)."""
+    reason = missing()
+    if reason is None:
+        return
+    import pytest
+
+    if os.environ.get("AGENTIQA_REQUIRE_VLLM") == "1":
+        pytest.fail(f"AGENTIQA_REQUIRE_VLLM=1 but {reason}")
+    pytest.skip(reason)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
