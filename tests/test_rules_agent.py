@@ -118,6 +118,22 @@ def test_yes_no_question_gets_a_yes_no_answer_with_the_measurement(
         assert "sigma" in answer  # the measurement it rests on
 
 
+def test_a_cast_question_is_answered_from_the_cast_reading_not_another_colour_detector(
+    tmp_path: Path, photo: np.ndarray
+) -> None:
+    # a white-balance error of +50% red, -35% blue; no finding can tell it from scene colour
+    # (tools/severity.py), so the answer gives the reading and says what it cannot tell, and
+    # never cites posterization or clipping for a question about a cast
+    cast = np.clip(photo * np.array([1.5, 1.0, 0.65], np.float32), 0, 1)
+    res = assess(tmp_path, {"cast": cast, "clean": photo}, query="Does it have a colour cast?")
+    answer = res["cast"].answer  # type: ignore[attr-defined]
+    assert answer.startswith("Cannot tell without a reference. colour cast reading 0."), answer
+    assert float(answer.split("reading ")[1][:4]) > 0.3, answer
+    assert res["clean"].answer.startswith("No. colour cast reading 0.0"), res["clean"].answer  # type: ignore[attr-defined]
+    good = assess(tmp_path, {"clean": photo}, query="Is the white balance correct?")["clean"]
+    assert good.answer.startswith("Yes. colour cast reading 0.0"), good.answer  # type: ignore[attr-defined]
+
+
 def test_agent_rests_on_its_tools_and_caps_only_by_visible_findings(
     tmp_path: Path, photo: np.ndarray
 ) -> None:

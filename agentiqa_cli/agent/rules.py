@@ -8,8 +8,10 @@ explanation. It has no level log-probabilities, so fusion uses a uniform ``p``.
 
 from __future__ import annotations
 
+import math
 import re
 import time
+from collections.abc import Mapping
 
 from pydantic import BaseModel
 
@@ -210,7 +212,10 @@ class RulesVLM:
         else:
             answer = f"{level.capitalize()} quality; no distortion stands out."
             why = "The signal detectors found no blur, noise, compression, exposure, contrast or colour problem."
-        asked = yes_no_answer(inputs.query, inputs.plan, inputs.findings)
+        readings = {s.tool: s.raw for s in inputs.evidence if s.raw is not None}
+        asked = cast_answer(inputs.query, readings) or yes_no_answer(
+            inputs.query, inputs.plan, inputs.findings
+        )
         answer = asked or answer
         tools = ", ".join(f"{s.tool} {s.norm:.2f}" for s in scores[:4] if s.norm is not None)
         cap = f", capped at {final:.2f} by the findings" if final < qbar else ""
@@ -244,6 +249,44 @@ def yes_no_answer(query: str, plan: Plan, findings: list[Finding]) -> str | None
     measured = "; ".join(f"{f.category.lower()} {f.severity}: {f.reason}" for f in relevant)
     where = "" if plan.query_scope == "Global" else " (measured over the whole image)"
     return f"{'Yes' if yes else 'No'}. {measured or 'nothing measured'}{where}"[:300]
+
+
+# A question about the light's colour. No finding answers it (tools/severity.py: without a
+# reference a cast cannot be told from a scene filled with one colour), so it is answered
+# from the ``colorcast`` reading itself, saying what that reading can and cannot tell.
+_CAST_QUERY = re.compile(
+    r"\b(?:colou?r(?:ed)? casts?|casts?|tint(?:s|ed)?|white[- ]balanced?"
+    r"|colou?r (?:balance|temperature))\b",
+    re.I,
+)
+_NEUTRAL = re.compile(r"\b(?:neutral|balanced|correct|accurate|right|natural)\b", re.I)
+# below this ``colorcast`` reading (log-chroma) grey edges, grey pixels and highlights do not
+# agree on a light off grey: the level-2 synthetic cast (log gain 0.15, about ±11% per
+# channel) reads 0.10 in the median on the realset's photos (scripts/cast_check.py)
+CAST_SEEN = 0.1
+
+
+def cast_answer(query: str, readings: Mapping[str, float]) -> str | None:
+    """The answer to a yes/no question about a colour cast, tint or white balance, from the
+    ``colorcast`` reading (None for other queries or without the reading): "No" (or "Yes",
+    asked whether the balance is good) when the neutral estimates do not agree on a light
+    off grey, else that it cannot be told without a reference, with the measurement."""
+    v = readings.get("colorcast")
+    if v is None or not _YES_NO.match(query) or not _CAST_QUERY.search(query):
+        return None
+    good = bool(_GOOD_PROPERTY.search(query) or _NEUTRAL.search(query))
+    if v < CAST_SEEN:
+        return (
+            f"{'Yes' if good else 'No'}. colour cast reading {v:.2f}: grey edges, grey pixels "
+            "and highlights do not agree on a light off grey"
+        )
+    # the reading is the log gain along the cast's direction; a channel moves by ~0.75 of it
+    gain = round(100 * math.expm1(0.75 * v))
+    return (
+        f"Cannot tell without a reference. colour cast reading {v:.2f}: grey edges, grey "
+        f"pixels and highlights agree on a light off grey (as a ±{gain}% channel gain would), "
+        "which a colour cast and a scene filled with one colour both give"
+    )[:300]
 
 
 # words that name each category in free text (answer options)
