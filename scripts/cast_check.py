@@ -3,7 +3,7 @@ the ``colorcast`` detector and the absence of a cast finding (tools/severity.py)
 
 Clean images: the fit set (scikit-image photos + scripts/fitset.yaml wallpapers, built by
 scripts/fit_builtin_cards.py in --fitset-cache) and the held-out realset's clean images
-(``make realset``). Casts: every fit-set photograph under bench.synth's color_cast at levels
+(``make realset``; without the scikit-image photos it shares with the fit set). Casts: every fit-set photograph under bench.synth's color_cast at levels
 1-5 with --hues random hues each (seed --seed), and the realset's own color_cast series.
 
 For each reading it prints the AUC of level 4-5 casts against clean images, the mean
@@ -109,6 +109,8 @@ def collect(fit_cache: Path, realset: Path, hues: int, seed: int) -> list[Row]:
                 y = np.rint(distort(x, "color_cast", level, rng) * 255).astype(np.uint8)
                 rows.append(Row("fit", path.stem, True, level, readings(y)))
     for r in load_records(realset):
+        if r.fitted:  # the scikit-image photos are in the fit set too
+            continue
         rows.append(Row("real", r.name, r.kind == "photo", 0, readings(_rgb8(realset / r.file))))
     for path in sorted((realset / "synth").glob("*__color_cast_*.png")):
         name, rest = path.stem.split("__")

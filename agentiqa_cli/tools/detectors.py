@@ -661,7 +661,7 @@ def colorcast(image: LoadedImage) -> float:
 
     Measured (scripts/cast_check.py) it ranks casts above clean images better than the
     earlier reading that also asked 3 × 3 regions to agree and read 0 for one-hue images
-    (AUC of level 4-5 casts against clean images 0.73 -> 0.90 on the fit set, 0.72 -> 0.82
+    (AUC of level 4-5 casts against clean images 0.73 -> 0.89 on the fit set, 0.70 -> 0.79
     on the held-out realset): that gate also silenced casts on near-neutral photos, where a
     cast shows most. A toned black-and-white photo or a single-hue design reads as a cast:
     its palette and a cast are the same pixels. No threshold separates casts from scene

@@ -26,13 +26,13 @@ CUTS: tuple[tuple[float, Severity], ...] = (
 # ``colorfulness`` and ``colorcast`` score but make no finding (they are not in CATEGORY).
 # Low colourfulness is a style (a misty morning, a forest in shade, black and white), not a
 # defect. A cast is a defect, but without a reference no reading tried here tells it from a
-# scene's own colour (scripts/cast_check.py): a frame filled by one coloured subject (a yellow
-# flower, green blinds, a dark red leaf) moves every illuminant estimate as a gain does. Above
+# scene's own colour (scripts/cast_check.py): a frame filled by one coloured subject (an orange
+# flower, green moss, a backlit leaf) moves every illuminant estimate as a gain does. Above
 # the highest ``colorcast`` of the fit set's clean images no level 4-5 cast of the held-out
 # realset is left; at its clean 97th percentile 9% are found. The best combination measured (a
 # logistic over the reading, white point, Gasparini & Schettini's cast index, low-chroma
 # pixels, a shared shadow/highlight offset and channel clipping, fitted on the fit set) found
-# 34% of them while calling 2 of the realset's 46 clean images cast; the goal is 95%.
+# 34% of them while calling 2 of the realset's 38 held-out clean images cast; the goal is 95%.
 # ``colorcast`` stays a tool (``score --tools colorcast``) and evidence for a model.
 
 _Reason = Callable[[float], str]
