@@ -181,3 +181,18 @@ def test_the_answer_says_the_level_the_score_says(
     res = assess(tmp_path, arrays, fusion=fusion)
     for r in res.values():
         assert r.answer.lower().startswith(r.level), (fusion, r.score, r.answer)  # type: ignore[attr-defined]
+
+
+def test_cast_answer_reads_the_question() -> None:
+    from agentiqa_cli.agent.rules import CAST_SEEN, cast_answer
+
+    low, high = {"colorcast": CAST_SEEN / 2}, {"colorcast": 0.4}
+    assert cast_answer("Does it have a colour cast?", low).startswith("No. colour cast reading")  # type: ignore[union-attr]
+    assert cast_answer("Is the white balance correct?", low).startswith("Yes. ")  # type: ignore[union-attr]
+    hedged = cast_answer("Is it tinted blue?", high)
+    assert hedged is not None and hedged.startswith("Cannot tell without a reference.")
+    assert "±35%" in hedged  # exp(0.75 * 0.4) - 1: the channel gain the reading corresponds to
+    # not questions about the light's colour, not yes/no questions, or no reading: no answer
+    assert cast_answer("Does the tree cast a shadow?", high) is None
+    assert cast_answer("Describe the colour cast.", high) is None
+    assert cast_answer("Does it have a colour cast?", {}) is None

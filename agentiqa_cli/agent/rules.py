@@ -255,8 +255,8 @@ def yes_no_answer(query: str, plan: Plan, findings: list[Finding]) -> str | None
 # reference a cast cannot be told from a scene filled with one colour), so it is answered
 # from the ``colorcast`` reading itself, saying what that reading can and cannot tell.
 _CAST_QUERY = re.compile(
-    r"\b(?:colou?r(?:ed)? casts?|casts?|tint(?:s|ed)?|white[- ]balanced?"
-    r"|colou?r (?:balance|temperature))\b",
+    r"\b(?:colou?r(?:ed)? casts?|casts?(?! (?:a |any |long )?shadows?)|tint(?:s|ed)?"
+    r"|white[- ]balanced?|colou?r (?:balance|temperature))\b",
     re.I,
 )
 _NEUTRAL = re.compile(r"\b(?:neutral|balanced|correct|accurate|right|natural)\b", re.I)
