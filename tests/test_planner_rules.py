@@ -268,3 +268,22 @@ def test_scope_names_are_bounded() -> None:
     )
     assert isinstance(plan.query_scope, list) and len(plan.query_scope) == 1
     assert len(plan.query_scope[0]) <= 40 and plan.query_scope[0].endswith("tower")
+
+
+@pytest.mark.parametrize(
+    ("query", "distortions"),
+    [
+        # the words before a distortion say how much or which colour, they name no object
+        ("Does the photo have a green tint?", {G: ["Color distortions"]}),
+        ("Is there a slight motion blur in the corner?", {"the corner": ["Blurs"]}),
+        ("Does the sky show a magenta cast?", {"the sky": ["Color distortions"]}),
+        # "cast" as a verb is no colour cast
+        ("Does the tree cast a shadow?", None),
+        ("Do the trees cast long shadows?", None),
+        ("Are the purple flowers sharp?", {"the purple flowers": ["Sharpness"]}),
+    ],
+)
+def test_distortion_modifiers_and_verbs_are_not_objects_or_casts(
+    query: str, distortions: dict[str, list[str]] | None
+) -> None:
+    assert plan_query(query, False, TOOLS).distortions == distortions

@@ -25,7 +25,11 @@ _DISTORTION_PATTERNS: tuple[tuple[Category, str], ...] = (
     ("Brightness change", r"expos\w*|lighting|lit|illuminat\w*|luminance"),
     ("Sharpness", r"sharp\w*|crisp\w*|details?|detailed|clarity|acutance"),
     ("Contrast", r"contrast\w*|washed out|flat|faded|hazy|haze"),
-    ("Color distortions", r"colou?r\w*|(?:over|de|un)?saturat\w*|tint\w*|cast|hues?"),
+    # "cast" but not "casts a shadow": a colour cast, not the verb
+    (
+        "Color distortions",
+        r"colou?r\w*|(?:over|de|un)?saturat\w*|tint\w*|casts?(?! (?:an? |any |long )?shadows?)|hues?",
+    ),
     ("Color distortions", r"white balance|vibran\w*|chroma\w*"),
 )
 _DISTORTION_RES = tuple((cat, re.compile(rf"\b(?:{pat})\b")) for cat, pat in _DISTORTION_PATTERNS)
@@ -86,6 +90,11 @@ _BARE_OBJECTS = _words("background foreground sky subject face faces text person
 _COLOUR_ADJECTIVES = _words(
     "red orange yellow green blue purple violet pink brown black white grey gray golden"
 )
+# How much of a distortion: "a slight blur", "heavy noise" name no object.
+_DEGREE = _words(
+    "slight mild light faint subtle little some strong heavy severe extreme visible noticeable"
+    " obvious magenta cyan warm cool"
+)
 _MAX_SCOPE_CHARS = 40
 
 # Tool names that are also ordinary words count only when written in capitals.
@@ -117,6 +126,11 @@ def _is_content(word: str) -> bool:
 
 def _phrase(det: str | None, words: list[str]) -> str | None:
     """A scope name from the words after a determiner, or None if they name no object."""
+    head = list(words)
+    while head and _is_distortion_word(head[-1]):
+        head.pop()
+    if head != words and all(w in _COLOUR_ADJECTIVES or w in _DEGREE for w in head):
+        return None  # "a blue cast", "a slight motion blur": the distortion, not an object
     # the attribute asked about is not part of the object's name ("the noisy sky")
     kept = [w for w in words if not _is_distortion_word(w) and not _OTHER_RE.fullmatch(w)]
     if not kept or kept[-1] in _GENERIC or (len(kept) == 1 and kept[0] in _VAGUE):
