@@ -287,6 +287,13 @@ def realset_main(argv: list[str]) -> int:
     extra = [r for r in synth if r.level > 0 and r.kind in colour and r.kind not in kinds]
     synth = [r for r in synth if r.level == 0 or r.kind in kinds]
     clean = [r for r in records if args.all_photos or not r.fitted]
+    if not clean:
+        print(
+            f"quality: every clean image of {args.realset} is one the detectors were fitted "
+            "on (the fit set?): pass --all-photos to measure them anyway",
+            file=sys.stderr,
+        )
+        return 2
     clean_paths = [args.realset / r.file for r in clean]
     synth_paths = [r.image for r in synth]
     cache, digest = args.realset / "quality", _code_digest()
