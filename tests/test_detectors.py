@@ -257,6 +257,25 @@ def test_clipped_chroma_is_found(cards):
     assert _visible(findings(detect_all(_img(over)), cards), "Color distortions")
 
 
+def test_a_blown_sky_is_over_exposure_and_a_boosted_one_is_clipped_chroma(cards):
+    # a textured blue sky: over-exposure lifts every channel, so where blue clips the colour
+    # has gone pale (red and green lifted with it, red above half the scale): a blown
+    # highlight, not a colour defect; a chroma boost of the same sky pulls red down as blue
+    # clips: clipped chroma (before the deep-colour condition the blown sky read 0.76)
+    rng = np.random.default_rng(0)
+    tex = ndimage.gaussian_filter(rng.standard_normal((240, 320)).astype(np.float32), 2.0)
+    shade = (1 + 0.05 * tex / tex.std())[..., None]
+    sky = np.clip(np.array([0.35, 0.5, 0.8], np.float32) * shade, 0, 1)
+    blown = np.clip(sky * 1.6, 0, 1)
+    assert DETECTORS["saturation_clip"](_img(blown)) < 0.05
+    found = findings(detect_all(_img(blown)), cards)
+    assert not _visible(found, "Color distortions"), found
+    assert _visible(found, "Brightness change"), found
+    boosted = distort(sky, "oversaturate", 2, rng)
+    assert DETECTORS["saturation_clip"](_img(boosted)) > 0.5
+    assert _visible(findings(detect_all(_img(boosted)), cards), "Color distortions")
+
+
 def test_a_strong_cast_of_a_colourful_photo_reads_high_but_makes_no_finding(cards):
     photo = _photo("astronaut")
     assert DETECTORS["colorcast"](_img(photo)) < 0.05
