@@ -141,6 +141,17 @@ def bench_score(n: int) -> None:
     from agentiqa_cli.resources import default_cards_dir
     from agentiqa_cli.tools.cards import load_cards
 
+    # the default FR set (`score --ref` without --tools): psnr, ssim, gmsd and our own detail
+    default_fr = [c.name for c in load_cards(default_cards_dir()).default_set(True)]
+    fr_default = [agentiqa, "score", str(dist), "--ref", str(ref),
+                  "-o", str(WORK / "fr-default.csv"), "-q", "-j", "2"]  # fmt: skip
+    t_fr, c_fr, m_fr, code3 = measure(fr_default)
+    print(
+        f"default FR set : {t_fr:7.2f} s wall {c_fr:7.2f} s CPU {m_fr:5.0f} MiB  "
+        f"{n / t_fr:6.1f} images/s  ({', '.join(default_fr)})"
+        + ("" if code3 in (0, 1) else f"  exit {code3}")
+    )
+
     default_nr = [c.name for c in load_cards(default_cards_dir()).default_set(False)]
     header(f"2. score, default no-reference set ({', '.join(default_nr)}), same {n} images")
     t_nr, r = timed([agentiqa, "score", str(dist), "-o", str(WORK / "nr.csv"), "-q", "-j", "2"])

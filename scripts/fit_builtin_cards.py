@@ -5,7 +5,8 @@ Procedure (deterministic; see agentiqa_cli/bench/builtin_fit.py for the pseudo-M
      Debian wallpapers of scripts/fitset.yaml (photos and graphics, none of them in the
      realset, which stays held out for `make quality`), all at 512 px on the long side;
   2. distort each with every kind of bench.synth at levels 1-5, seed 0;
-  3. read every built-in detector on every image;
+  3. read every built-in detector on every image,
+     and built-in full-reference measure (``detail``: each image against its clean one);
   4. per detector, fit the logistic of tools.logistic with its linear term fixed at 0 (a
      monotone sigmoid; bench.builtin_fit.fit_sigmoid) of its reading against pseudo-MOS = 5
      (clean) or 5 - 0.8 * level (the kinds it targets), and write the parameters into
@@ -49,7 +50,13 @@ SEED = 0
 
 
 def source_text(
-    kinds: tuple[str, ...], n: int, photos: int, rmse: float, colour: bool, wallpapers: int
+    kinds: tuple[str, ...],
+    n: int,
+    photos: int,
+    rmse: float,
+    colour: bool,
+    wallpapers: int,
+    fr: bool = False,
 ) -> str:
     which = f"{photos} colour images" if colour else f"{photos} images"
     extra = (
@@ -57,9 +64,10 @@ def source_text(
         if wallpapers
         else ""
     )
+    against = "; each image against its clean original" if fr else ""
     return (
         f"scripts/fit_builtin_cards.py: bench.synth on {which}: the photos bundled with "
-        f"scikit-image{extra} ({SIZE} px long side, seed {SEED}); pseudo-MOS 5 for clean "
+        f"scikit-image{extra} ({SIZE} px long side, seed {SEED}){against}; pseudo-MOS 5 for clean "
         f"(all), 5 - 0.8*level for {'/'.join(kinds)} levels 1-5 (photographs only), clean "
         f"weighted {CLEAN_WEIGHT:g}x the distorted in total; 5PL with "
         f"b4 = 0; {n} images, RMSE {rmse:.3f}"
@@ -118,7 +126,15 @@ def main() -> int:
         path = args.cards / f"{name}.yaml"
         card = load_card(path)
         fit = fit_detector(name, readings, card.lower_better, card.raw_range, photos=photos)
-        source = source_text(kinds, fit.n, fit.photos, fit.rmse, name in COLOUR_ONLY, wallpapers)
+        source = source_text(
+            kinds,
+            fit.n,
+            fit.photos,
+            fit.rmse,
+            name in COLOUR_ONLY,
+            wallpapers,
+            fr=card.mode == "FR",
+        )
         print(
             f"{name:16s} rmse {fit.rmse:.3f}  n {fit.n:4d}  params {[round(p, 4) for p in fit.params]}"
         )

@@ -26,7 +26,9 @@ def test_the_shipped_default_sets(shipped: CardSet) -> None:
         *("sharpness", "noise", "blockiness", "pixelation"),
         *("underexposure", "overexposure", "contrast", "posterization"),
     ]
-    assert [c.name for c in shipped.default_set(has_reference=True)] == ["psnr", "ssim", "gmsd"]
+    assert [c.name for c in shipped.default_set(has_reference=True)] == [
+        *("psnr", "ssim", "gmsd", "detail"),
+    ]
     assert all(c.mode == "NR" and not c.weights for c in shipped.default_set(False))
 
 
@@ -89,5 +91,5 @@ def test_two_cards_in_the_same_place_are_refused(tmp_path: Path) -> None:
     _set_order(folder, "psnr", 3)
     _set_order(folder, "gmsd", 1)  # FR and NR sets are numbered separately: sharpness is 1
     cards = load_cards(folder)
-    assert [c.name for c in cards.default_set(True)] == ["gmsd", "ssim", "psnr"]
+    assert [c.name for c in cards.default_set(True)] == ["gmsd", "ssim", "psnr", "detail"]
     assert cards.default_set(False)[0].name == "sharpness"

@@ -90,7 +90,8 @@ class Agent:
         self.cards = cards
         self.runner = runner
         self.opt = options
-        self.evidence_cards = [c for c in cards if c.backend == "builtin"]
+        # the signal detectors (builtin NR); builtin FR measures need a reference
+        self.evidence_cards = [c for c in cards if c.backend == "builtin" and c.mode == "NR"]
         # what can run here, decided once per run (tools/weights.py: the caches, the flag)
         self._offered = candidates(cards, True, options.learned_tools)
         self._plans: dict[tuple[str, bool], asyncio.Future[Plan]] = {}

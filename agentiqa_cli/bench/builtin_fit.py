@@ -16,6 +16,10 @@ least squares traded a huge b1 against a huge b4 on these data (noise: b1 = -80,
 which turned the curve back up just outside the fitted readings (``tools.logistic.
 fit_logistic`` now ties b4's sign to the direction); ``fit_detector`` also checks the
 direction over the card's whole raw range.
+
+agentiqa's own full-reference measures (``tools.native.BUILTIN_FR``: ``detail``) are fitted
+the same way, each distorted image read against its clean photo; a clean photo against
+itself reads the measure's identical-pair value (0 for ``detail``).
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentiqa_cli.bench.synth import SynthItem
-from agentiqa_cli.imaging.load import load_image
+from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.logistic import logistic5
+from agentiqa_cli.tools.native import BUILTIN_FR
 
 # detector → the synthetic kinds it is built to see
 TARGETS: dict[str, tuple[str, ...]] = {
@@ -43,6 +48,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "colorcast": ("color_cast",),
     "saturation_clip": ("oversaturate",),
     "posterization": ("posterize",),
+    # full-reference (BUILTIN_FR): the kinds that destroy or falsify detail
+    "detail": ("blur", "motion_blur", "noise", "jpeg", "pixelate"),
 }
 
 # colour detectors cannot judge black-and-white photos: those are left out of their fits
@@ -78,17 +85,22 @@ class Reading:
 
 
 def read_items(items: Iterable[SynthItem], names: Iterable[str] | None = None) -> list[Reading]:
-    """Every detector's reading (or only ``names``'s, plus colourfulness, which tells the
-    black-and-white photos the colour fits leave out) on each item."""
-    use = (
-        DETECTORS
-        if names is None
-        else {n: DETECTORS[n] for n in DETECTORS if n in set(names) | {"colorfulness"}}
-    )
+    """Every detector's and built-in full-reference measure's reading (or only ``names``'s,
+    plus colourfulness, which tells the black-and-white photos the colour fits leave out) on
+    each item; a full-reference measure reads the item against its clean image."""
+    want = None if names is None else set(names) | {"colorfulness"}
+    use = {n: f for n, f in DETECTORS.items() if want is None or n in want}
+    use_fr = {n: m.fn for n, m in BUILTIN_FR.items() if want is None or n in want}
     out = []
+    refs: dict[str, LoadedImage] = {}
     for it in items:
         img = load_image(it.path)
         raw = {name: fn(img) for name, fn in use.items()}
+        if use_fr:
+            key = str(it.clean)
+            if key not in refs:
+                refs = {key: load_image(it.clean)}  # items come grouped by clean image
+            raw |= {name: fn(img, refs[key]) for name, fn in use_fr.items()}
         out.append(Reading(it.clean.stem, it.kind, it.level, raw))
     return out
 

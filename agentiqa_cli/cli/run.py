@@ -45,7 +45,7 @@ def score(
         typer.Option(
             "--tools",
             "-t",
-            help="Comma-separated tool names (see `agentiqa tools list`). Default: a no-reference set that runs offline, or psnr,ssim,gmsd with --ref.",
+            help="Comma-separated tool names (see `agentiqa tools list`). Default: a no-reference set that runs offline, or psnr,ssim,gmsd,detail with --ref.",
         ),
     ] = None,
     ref: Ref = None,

@@ -14,10 +14,15 @@ to 0-255 and rounded as pyiqa does "to match MATLAB"; the SSIM window is MATLAB'
 column), applies Prewitt filters with zero padding and takes the unbiased standard
 deviation. ``NATIVE`` maps pyiqa metric ids to these functions; the runner uses them for
 cards whose ``metric`` is one of those ids.
+
+``BUILTIN_FR`` holds agentiqa's own full-reference measures (no pyiqa counterpart), which
+the runner runs for cards with ``backend: builtin`` and ``mode: FR``: ``detail``, the share
+of the reference's band-pass detail that the image lost or got wrong (see ``detail``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -200,6 +205,101 @@ def gmsd(image: LoadedImage, ref: LoadedImage, t: float = 170.0) -> float:
     return float(np.std(q, ddof=1))
 
 
+# -- agentiqa's own full-reference measures -------------------------------------------------
+
+DETAIL_LEVELS = 5
+"""Octaves of the detail pyramid: periods of ~2-4 px (finest) to ~32-64 px at full size."""
+DETAIL_FLOOR = 58.5
+"""Visibility floor of the finest band, in (0-255 luma)²: like SSIM's C2 = (0.03·255)² =
+58.5, it keeps an error that is faint in absolute terms from counting as a large share
+of a flat area's (near-zero) detail."""
+DETAIL_FLOOR_STEP = 0.5
+"""Each coarser octave's floor is this fraction of the finer one's: the eye is most sensitive
+to the middle of the pyramid, not to its finest octave, where a faint JPEG or sensor noise
+sits (contrast sensitivity falls off above a few cycles per degree)."""
+DETAIL_WINDOW = 2.0  # sigma of the local energy window, in pixels of each octave
+DETAIL_GAIN = (0.5, 2.0)  # the contrast gain the reference's detail is compared at, clamped
+DETAIL_CLIP = 2.0  # luma within this of 0 or 255 is clipped: left out of the gain's fit
+
+
+def _detail_bands(image: LoadedImage) -> list[F64]:
+    """A Laplacian-style pyramid of rounded 0-255 luma: at each octave the plane minus its
+    Gaussian blur (sigma 1 px), then the blur decimated by 2 for the next octave. Made once
+    per image (a reference shared by many images is decomposed once)."""
+    key = "native:detail_bands"
+    if key not in image._tensors:
+        image._tensors[key] = _pyramid(_luma255(image))
+    bands: list[F64] = image._tensors[key]
+    return bands
+
+
+def _pyramid(y: F64) -> list[F64]:
+    from scipy import ndimage
+
+    out: list[F64] = []
+    for _ in range(DETAIL_LEVELS):
+        if min(y.shape) < 8:  # tiny images: the octaves that fit
+            break
+        low = ndimage.gaussian_filter(y, 1.0, mode="reflect")
+        out.append(y - low)
+        y = low[::2, ::2]
+    return out
+
+
+def detail(image: LoadedImage, ref: LoadedImage) -> float:
+    """The share of the reference's band-pass detail that the image lost or got wrong: 0 for
+    an identical pair, towards 1 as detail is destroyed (lower is better).
+
+    Per octave of a Laplacian-style pyramid of luma (0-255), with local energies in a
+    Gaussian window — ``E`` of the difference of the image's band and the reference's (times
+    one global contrast gain, fitted by least squares, so that a uniform change of contrast
+    is not read as lost detail), ``R`` of the reference's band — the local share ``E / (E + R + C)`` is about 1/2 where detail is gone
+    (``E = R``: blur, pixelation, JPEG's flattened blocks), towards 1 where the image holds
+    detail the reference lacks (noise, block edges, ringing) and 0 where they agree. ``C``
+    is the octave's visibility floor (``DETAIL_FLOOR``, halved per coarser octave). The
+    shares are averaged with weights ``E + R`` over every octave's pixels, each pixel
+    counting for the area it covers (4^k at octave k): the share of the detail energy of
+    either image, wherever it lies. A small textured part of a mostly flat photo (a tree
+    line in fog, reeds on a dusk lake) therefore counts fully, where PSNR and SSIM average
+    its loss over the whole frame and read a heavy blur of such a photo as mild; and a flat
+    graphic's faint errors stay small against ``C``. The reading is the square root of that
+    share: the lost or wrong share of the detail's amplitude.
+    """
+    from scipy import ndimage
+
+    _same_shape(image, ref)
+    pairs = list(zip(_detail_bands(image), _detail_bands(ref), strict=True))
+    # one contrast gain for the whole image (least squares over all octaves by area): a
+    # global change of contrast (darkening, a flatter tone curve) is psnr's and ssim's to
+    # judge, not lost detail; blur and noise barely move it, as the coarse octaves hold most
+    # of the energy and noise is uncorrelated with the reference
+    # over the pixels the image has not clipped to black or white: there the detail is lost,
+    # not scaled, and counting it would pull the gain down as more of the frame clips
+    y = _luma255(image)
+    kept = (y > DETAIL_CLIP) & (y < 255.0 - DETAIL_CLIP)
+    cross, power = 0.0, 0.0
+    for k, (a, b) in enumerate(pairs):
+        m = kept[:: 2**k, :: 2**k]
+        cross += 4.0**k * float(np.mean(a * b * m))
+        power += 4.0**k * float(np.mean(b * b * m))
+    # kept within [1/2, 2]: a gain near 0 would excuse a total loss (a photo blown to white)
+    gain = min(max(cross / power, DETAIL_GAIN[0]), DETAIL_GAIN[1]) if power > 0 else 1.0
+    lost, energy = 0.0, 0.0
+    floor, area = DETAIL_FLOOR, 1.0
+    for a, b in pairs:
+        d = a - gain * b
+        e = ndimage.gaussian_filter(d * d, DETAIL_WINDOW, mode="reflect")
+        r = ndimage.gaussian_filter(b * b, DETAIL_WINDOW, mode="reflect")
+        w = e + r
+        lost += area * float(np.mean(w * e / (w + floor)))
+        energy += area * float(np.mean(w))
+        floor *= DETAIL_FLOOR_STEP
+        area *= 4.0
+    # the square root: a share of amplitude rather than of energy, which spreads the levels of
+    # a distortion evenly enough for a logistic (the energy share of mild ones is ~0.001)
+    return math.sqrt(lost / energy) if energy > 0 else 0.0
+
+
 @dataclass(frozen=True)
 class NativeMetric:
     fn: Callable[[LoadedImage, LoadedImage], float]
@@ -214,3 +314,9 @@ NATIVE: dict[str, NativeMetric] = {
     "ms_ssim": NativeMetric(ms_ssim, False),
     "gmsd": NativeMetric(gmsd, True),
 }
+
+
+BUILTIN_FR: dict[str, NativeMetric] = {
+    "detail": NativeMetric(detail, True),
+}
+"""agentiqa's own full-reference measures, by the ``metric`` of their builtin FR cards."""

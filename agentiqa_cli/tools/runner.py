@@ -25,7 +25,7 @@ from agentiqa_cli.errors import ConfigError, ToolUnavailableError
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import ToolScore
 from agentiqa_cli.tools.cards import CardSet, ToolCard
-from agentiqa_cli.tools.native import NATIVE
+from agentiqa_cli.tools.native import BUILTIN_FR, NATIVE
 
 
 def resolve_device(device: str) -> str:
@@ -79,6 +79,19 @@ class ToolRunner:
         return self.metric(card)
 
     def _build(self, card: ToolCard) -> Callable[..., float]:
+        if card.backend == "builtin" and card.mode == "FR":  # agentiqa's own FR measures
+            own = BUILTIN_FR.get(card.metric)
+            if own is None:
+                raise ConfigError(
+                    f"tool card {card.name}: no builtin full-reference measure {card.metric!r}"
+                    f" (known: {', '.join(BUILTIN_FR)})"
+                )
+            if own.lower_better != card.lower_better:
+                raise ConfigError(
+                    f"tool card {card.name}: lower_better={card.lower_better} but the measure "
+                    f"says {own.lower_better}"
+                )
+            return own.fn
         if card.backend == "builtin":
             from agentiqa_cli.tools.detectors import DETECTORS
 
@@ -107,9 +120,9 @@ class ToolRunner:
             if card.mode == "FR" and ref is None:
                 raise ToolUnavailableError(f"{card.name} is full-reference and needs --ref")
             fn = self.metric(card)
-            if card.backend == "builtin":
+            if card.backend == "builtin" and card.mode == "NR":
                 raw = float(fn(image))
-            elif card.metric in NATIVE:
+            elif card.backend == "builtin" or card.metric in NATIVE:
                 assert ref is not None
                 raw = float(fn(image, ref))
             else:
