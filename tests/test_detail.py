@@ -142,6 +142,8 @@ def test_a_jpeg_resave_reads_the_same(photo: np.ndarray) -> None:
 def test_runner_runs_the_builtin_fr_card(photo: np.ndarray, cards: CardSet) -> None:
     card = cards.get("detail")
     assert card.backend == "builtin" and card.mode == "FR" and card.lower_better
+    # not a signal detector: the agent does not read it as evidence on every image
+    assert not card.detector and cards.get("sharpness").detector
     assert "detail" in [c.name for c in cards.default_set(has_reference=True)]
     assert "detail" not in [c.name for c in cards.default_set(has_reference=False)]
     runner = ToolRunner(cards, "auto")

@@ -196,3 +196,15 @@ def test_cast_answer_reads_the_question() -> None:
     assert cast_answer("Does the tree cast a shadow?", high) is None
     assert cast_answer("Describe the colour cast.", high) is None
     assert cast_answer("Does it have a colour cast?", {}) is None
+
+
+def test_the_agents_evidence_is_the_signal_detectors_only() -> None:
+    """The builtin FR measure (``detail``) is no signal detector: the agent does not read it
+    on every image as evidence (without --ref it could only fail there)."""
+
+    async def go() -> list[str]:
+        async with Runtime(Settings()) as rt:
+            return [c.name for c in (await rt.agent()).evidence_cards]
+
+    names = asyncio.run(go())
+    assert "sharpness" in names and "noise" in names and "detail" not in names

@@ -90,8 +90,7 @@ class Agent:
         self.cards = cards
         self.runner = runner
         self.opt = options
-        # the signal detectors (builtin NR); builtin FR measures need a reference
-        self.evidence_cards = [c for c in cards if c.backend == "builtin" and c.mode == "NR"]
+        self.evidence_cards = [c for c in cards if c.detector]
         # what can run here, decided once per run (tools/weights.py: the caches, the flag)
         self._offered = candidates(cards, True, options.learned_tools)
         self._plans: dict[tuple[str, bool], asyncio.Future[Plan]] = {}
@@ -419,7 +418,7 @@ class Agent:
         (the worst of them), e.g. ``underexposure`` rather than ``overexposure`` for a dark
         photo. The selection stays per distortion set (cached); the reading is per image."""
         card = self.cards.get(tool)
-        if card.backend != "builtin":
+        if not card.detector:
             return tool
         same = [
             s

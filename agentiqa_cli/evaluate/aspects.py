@@ -56,7 +56,7 @@ def resolve(name: str) -> SubAspect:
 
 def detector_categories(cards: CardSet) -> dict[str, list[Category]]:
     """Built-in signal detector → the categories its card says it measures."""
-    return {c.name: list(c.distortions) for c in cards if c.backend == "builtin" and c.mode == "NR"}
+    return {c.name: list(c.distortions) for c in cards if c.detector}
 
 
 def detectors_for(category: Category, cards: CardSet) -> list[str]:

@@ -127,7 +127,7 @@ def detector(
     cards = rt.cards
     if aspect.category is not None:
         return cards.resolve(detectors_for(aspect.category, cards)), "min"
-    if tool in cards and cards.get(tool).backend == "builtin":
+    if tool in cards and cards.get(tool).detector:
         return [cards.get(tool)], "min"
     default = [c for c in cards.resolve(sorted(default_set)) if c.mode == "NR"]
     return default, rt.settings.fusion

@@ -142,6 +142,12 @@ class ToolCard(BaseModel):
         )
 
     @property
+    def detector(self) -> bool:
+        """One of agentiqa's signal detectors (builtin, no-reference): read on every image as
+        evidence. Builtin full-reference measures (``detail``) need a reference and are not."""
+        return self.backend == "builtin" and self.mode == "NR"
+
+    @property
     def category(self) -> Category | None:
         """The category a detector's findings report: the first of ``distortions``."""
         return self.distortions[0] if self.distortions else None
