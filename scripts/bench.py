@@ -142,7 +142,8 @@ def bench_score(n: int) -> None:
     from agentiqa_cli.tools.cards import load_cards
 
     # the default FR set (`score --ref` without --tools): psnr, ssim, gmsd and our own detail
-    default_fr = [c.name for c in load_cards(default_cards_dir()).default_set(True)]
+    shipped = load_cards(default_cards_dir())
+    default_fr = [c.name for c in shipped.default_set(True)]
     fr_default = [agentiqa, "score", str(dist), "--ref", str(ref),
                   "-o", str(WORK / "fr-default.csv"), "-q", "-j", "2"]  # fmt: skip
     t_fr, c_fr, m_fr, code3 = measure(fr_default)
@@ -152,7 +153,7 @@ def bench_score(n: int) -> None:
         + ("" if code3 in (0, 1) else f"  exit {code3}")
     )
 
-    default_nr = [c.name for c in load_cards(default_cards_dir()).default_set(False)]
+    default_nr = [c.name for c in shipped.default_set(False)]
     header(f"2. score, default no-reference set ({', '.join(default_nr)}), same {n} images")
     t_nr, r = timed([agentiqa, "score", str(dist), "-o", str(WORK / "nr.csv"), "-q", "-j", "2"])
     if r.returncode not in (0, 1):

@@ -304,9 +304,6 @@ def realset_main(argv: list[str]) -> int:
         f"{len(kinds)} kinds x levels 1-5 at 512 px"
     )
 
-    # every level: the goals need clean and level 5, the per-kind SRCC all of them
-    ref_rows = synth
-
     async def run_all() -> dict[str, list[Result]]:
         return {
             "clean_assess": await _run_method("assess", clean_paths, cache, digest),
@@ -319,10 +316,10 @@ def realset_main(argv: list[str]) -> int:
             "colour_score": await _run_method("score", [r.image for r in extra], cache, digest),
             "synth_ref": await _run_method(  # each image against its clean photo
                 "score_ref",
-                [r.image for r in ref_rows],
+                [r.image for r in synth],  # every level: the goals and the per-kind SRCC
                 cache,
                 digest,
-                [r.reference or r.image for r in ref_rows],
+                [r.reference or r.image for r in synth],
             ),
         }
 
@@ -335,7 +332,7 @@ def realset_main(argv: list[str]) -> int:
         rows["synth_assess"],
         rows["synth_score"],
         rows["synth_gate"],
-        list(zip(ref_rows, rows["synth_ref"], strict=True)),
+        list(zip(synth, rows["synth_ref"], strict=True)),
     )
     # the colour kinds: clean rows (level 0) are shared with the default kinds' series
     clean_synth = [

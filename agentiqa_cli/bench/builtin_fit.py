@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -92,15 +93,14 @@ def read_items(items: Iterable[SynthItem], names: Iterable[str] | None = None) -
     use = {n: f for n, f in DETECTORS.items() if want is None or n in want}
     use_fr = {n: m.fn for n, m in BUILTIN_FR.items() if want is None or n in want}
     out = []
-    refs: dict[str, LoadedImage] = {}
+    ref: tuple[Path, LoadedImage] | None = None  # items come grouped by clean image
     for it in items:
         img = load_image(it.path)
         raw = {name: fn(img) for name, fn in use.items()}
         if use_fr:
-            key = str(it.clean)
-            if key not in refs:
-                refs = {key: load_image(it.clean)}  # items come grouped by clean image
-            raw |= {name: fn(img, refs[key]) for name, fn in use_fr.items()}
+            if ref is None or ref[0] != it.clean:
+                ref = (it.clean, load_image(it.clean))
+            raw |= {name: fn(img, ref[1]) for name, fn in use_fr.items()}
         out.append(Reading(it.clean.stem, it.kind, it.level, raw))
     return out
 

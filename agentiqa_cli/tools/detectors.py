@@ -250,6 +250,13 @@ def sharpness(image: LoadedImage) -> float:
     return min(sharp, _edge_after_motion(length)) if length else sharp
 
 
+def _tiles_with_context(g: F32, pick: NDArray[np.intp], nx: int, t: int, m: int) -> F32:
+    """The t×t tiles numbered ``pick`` (row-major over a grid ``nx`` tiles wide that starts
+    ``m`` px in), each with ``m`` px of context on every side: (len(pick), t+2m, t+2m)."""
+    windows = np.lib.stride_tricks.sliding_window_view(g, (t + 2 * m, t + 2 * m))[::t, ::t]
+    return np.ascontiguousarray(windows[pick // nx, pick % nx], dtype=np.float32)
+
+
 def _sharpest_region(image: LoadedImage) -> float:
     """1 - Crété-Roffet blur effect of the sharpest region of the image.
 
@@ -276,9 +283,7 @@ def _sharpest_region(image: LoadedImage) -> float:
     proxy = _tile_sums(np.pad(act, ((0, 1), (0, 1))), t).ravel()
     n = max(4, int(np.ceil(proxy.size / 4)))
     pick = np.argsort(proxy)[::-1][:n]
-    windows = np.lib.stride_tricks.sliding_window_view(g, (t + 2 * m, t + 2 * m))[::t, ::t]
-    tiles = windows[pick // nx, pick % nx]
-    energy, lost = blur_effect_tiles(np.ascontiguousarray(tiles, dtype=np.float32))
+    energy, lost = blur_effect_tiles(_tiles_with_context(g, pick, nx, t, m))
     steps = energy / np.float32(t * t)  # ~ mean |neighbour step| per direction and tile
     strongest = steps.max(axis=0)
     valid = (strongest >= STRUCTURE_FLOOR) & (steps >= DIRECTION_SHARE * strongest)
@@ -403,8 +408,7 @@ def _crisp_along(image: LoadedImage, uy: float, ux: float, h_size: int = 11) -> 
     proxy = _tile_sums(np.abs(np.float32(uy) * dy + np.float32(ux) * dx), t).ravel()
     n = max(4, int(np.ceil(SHARPEST_SHARE * proxy.size)))
     pick = np.argsort(proxy)[::-1][:n]
-    windows = np.lib.stride_tricks.sliding_window_view(g, (t + 2 * m, t + 2 * m))[::t, ::t]
-    tiles = np.ascontiguousarray(windows[pick // nx, pick % nx], dtype=np.float32)
+    tiles = _tiles_with_context(g, pick, nx, t, m)
     r = h_size // 2
     core = tiles[:, m : m + t, m : m + t]
     step = np.abs(_bilinear(tiles, uy, ux, m, t) - core)

@@ -79,7 +79,7 @@ class ToolRunner:
         return self.metric(card)
 
     def _build(self, card: ToolCard) -> Callable[..., float]:
-        if card.backend == "builtin" and card.mode == "FR":  # agentiqa's own FR measures
+        if card.backend == "builtin" and not card.detector:  # agentiqa's own FR measures
             own = BUILTIN_FR.get(card.metric)
             if own is None:
                 raise ConfigError(
@@ -120,7 +120,7 @@ class ToolRunner:
             if card.mode == "FR" and ref is None:
                 raise ToolUnavailableError(f"{card.name} is full-reference and needs --ref")
             fn = self.metric(card)
-            if card.backend == "builtin" and card.mode == "NR":
+            if card.detector:
                 raw = float(fn(image))
             elif card.backend == "builtin" or card.metric in NATIVE:
                 assert ref is not None
