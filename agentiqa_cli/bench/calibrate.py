@@ -144,5 +144,6 @@ def write_overlay(
         "agentiqa calibration overlay: five-parameter logistic (raw score -> quality 1-5)\n"
         "fitted by `agentiqa calibrate`; apply with --calibration FILE"
     )
-    write_overlay_file(Path(path), tools, header)
+    if tools:  # none usable: the previous overlay, if any, stays as it was
+        write_overlay_file(Path(path), tools, header)
     return len(tools)

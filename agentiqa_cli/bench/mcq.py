@@ -29,6 +29,7 @@ from agentiqa_cli.agent.replies import OPTION_LETTERS
 from agentiqa_cli.bench.mcq_examples import make_example_mcq
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.guard import whole_file
 from agentiqa_cli.io.results import safe_row
 from agentiqa_cli.records import Result, Track
 
@@ -294,7 +295,7 @@ def score_mcq(questions: Sequence[MCQuestion], results: Mapping[str, Result]) ->
 
 def write_mcq_csv(report: MCQReport, path: Path) -> None:
     """One row per question: id, track, answer, predicted, correct, error."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with whole_file(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["id", "track", "answer", "predicted", "correct", "error"])
         for a in report.answers:

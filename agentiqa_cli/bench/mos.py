@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.bench.datasets import MosDataset
 from agentiqa_cli.bench.metrics import Correlation, FitKind, grouped
+from agentiqa_cli.io.guard import whole_file
 from agentiqa_cli.io.results import safe_row
 
 
@@ -105,7 +106,7 @@ def write_mos_csv(report: MosReport, path: Path) -> None:
         "srcc_low",
         "srcc_high",
     ]
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with whole_file(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(cols)
         for r in report.rows:
@@ -117,7 +118,7 @@ def write_mos_csv(report: MosReport, path: Path) -> None:
 
 def write_predictions_csv(report: MosReport, path: Path) -> None:
     """One row per image: MOS and each method's prediction (empty = failed)."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with whole_file(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["image", "reference", "distortion", "mos", *report.methods])
         for k, image in enumerate(report.images):

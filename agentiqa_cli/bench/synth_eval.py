@@ -33,6 +33,7 @@ from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.metrics import spearman
 from agentiqa_cli.bench.tables import read_csv
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.guard import whole_file
 from agentiqa_cli.records import Finding
 
 MODERATE_OR_WORSE = frozenset({"moderate", "severe", "extreme"})
@@ -244,7 +245,7 @@ def write_synth_csv(report: SynthReport, path: Path) -> None:
     """One row per method × kind, plus a ``(all)`` row per method with the means."""
     cols = ["method", "kind", "n", "failed", "srcc_level", "srcc_within", "rank_rate",
             "rank_pairs", "false_alarm_moderate", "false_alarm_any"]  # fmt: skip
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with whole_file(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(cols)
         for m in report.methods:

@@ -14,7 +14,7 @@ from agentiqa_cli.cli.options import EXIT_CODES_HELP, Quiet
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import EXIT_INPUT, EXIT_OK
 from agentiqa_cli.imaging.load import missing
-from agentiqa_cli.io.guard import check_report_page
+from agentiqa_cli.io.guard import check_report_page, write_whole
 
 if TYPE_CHECKING:  # the report package (jinja2, its page) is imported when a report is made
     from agentiqa_cli.report import Report
@@ -44,8 +44,7 @@ def make_report(csv: Path, html: Path, top: int) -> Report:
             csv, rows=rows, top=top, on_image=lambda n: reporter.advance(n, "read")
         )
     try:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(render_html(report), encoding="utf-8")
+        write_whole(html, render_html(report))  # renamed into place once complete
     except OSError as e:
         raise ConfigError(f"{html}: cannot write the report: {e.strerror or e}") from None
     return report

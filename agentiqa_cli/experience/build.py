@@ -13,6 +13,7 @@ from agentiqa_cli.experience.measure import build_records, mos_series, union_of,
 from agentiqa_cli.experience.pool import Pool, write_pool
 from agentiqa_cli.imaging.discover import discover
 from agentiqa_cli.imaging.load import load_image
+from agentiqa_cli.io.guard import check_pool_out
 from agentiqa_cli.records import CATEGORIES, LearnedTools, Mode
 from agentiqa_cli.tools.cards import CardSet, ToolCard
 from agentiqa_cli.tools.runner import ToolRunner
@@ -65,6 +66,7 @@ def build_pool(
     found = [p for p, _ in discover([str(data)], recursive)]
     if not found:
         raise ConfigError(f"no images in {data}")
+    check_pool_out(out, found)  # exit 2 before any image is measured
     loaded: list[str] = []
 
     def images() -> Iterator[tuple[str, np.ndarray]]:
@@ -111,6 +113,8 @@ def _from_mos(
     from agentiqa_cli.experience.measure import category_of
 
     dataset = load_dataset(data, layout)
+    refs = [i.reference for i in dataset.items if i.reference is not None]
+    check_pool_out(out, [dataset.source, *(i.image for i in dataset.items), *refs])
     wanted = set(categories)
     items = [i for i in dataset.items if i.distortion and category_of(i.distortion) in wanted]
     if not items:

@@ -179,8 +179,9 @@ def write_pool(path: Path, meta: Meta, records: Sequence[Record]) -> Pool:
     """A new pool from ``records`` (every key fitted), written whole then renamed into place."""
     path = Path(path)
     _same_tools(records)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    target = Path(os.path.realpath(path))  # through a link: the file it names, link kept
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
         con = sqlite3.connect(tmp)
@@ -194,7 +195,7 @@ def write_pool(path: Path, meta: Meta, records: Sequence[Record]) -> Pool:
                     _refit(con, r.key, r.tools)
         finally:
             con.close()
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

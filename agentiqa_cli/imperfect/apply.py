@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import io
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, get_args
@@ -29,6 +30,7 @@ from agentiqa_cli.imperfect.checks import check
 from agentiqa_cli.imperfect.fixes import apply
 from agentiqa_cli.imperfect.records import GEOMETRY_TOOLS, Operation, describe
 from agentiqa_cli.imperfect.roles import Decision, decide
+from agentiqa_cli.io.guard import identities, image_out_refusal, write_whole
 from agentiqa_cli.records import FixOutcome, Result, Usage
 
 FixMode = Literal["off", "check", "geometry", "all"]
@@ -131,13 +133,19 @@ class FixingAgent:
         return result
 
 
+def _write_png(u8: NDArray[np.uint8], out: Path) -> None:
+    buf = io.BytesIO()
+    Image.fromarray(u8).save(buf, format="PNG")
+    write_whole(out, buf.getvalue())  # renamed into place whole: never half an image
+
+
 class Fixer:
     """`agentiqa fix`: decide, apply every operation, write the fixed image into ``out_dir``
     (PNG, ``<stem>-<sha8>.png``); never over an input file."""
 
     def __init__(self, asker: Asker, query: str, out_dir: Path, inputs: Sequence[Path]):
         self.asker, self.query, self.out_dir = asker, query, out_dir
-        self.inputs = {p.resolve() for p in inputs}
+        self.inputs = identities(inputs)  # by (device, inode): links count
 
     def target(self, pair: Pair) -> Path:
         return self.out_dir / f"{pair.image.path.stem}-{pair.image.sha256[:8]}.png"
@@ -152,10 +160,9 @@ class Fixer:
         result.usage = usage
         if done:
             out = self.target(pair)
-            if out.resolve() in self.inputs:
-                raise ImageError(f"{out}: is an input; refusing to overwrite it")
-            self.out_dir.mkdir(parents=True, exist_ok=True)
+            if (why := image_out_refusal(out, self.inputs)) is not None:
+                raise ImageError(why)
             u8 = (np.clip(x, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-            await asyncio.to_thread(Image.fromarray(u8).save, out, format="PNG")
+            await asyncio.to_thread(_write_png, u8, out)
             result.fix.output = str(out)
         return result

@@ -41,6 +41,7 @@ from agentiqa_cli.imperfect.records import (
     Rotate,
     describe,
 )
+from agentiqa_cli.io.guard import whole_file
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import FixOutcome, Result
 from agentiqa_cli.runtime import Runtime
@@ -114,7 +115,7 @@ def build(
             Image.fromarray(_u8(y)).save(out_dir / rel, format="PNG", compress_level=1)
             items.append(VqppItem(image=rel, clean=src.name, kind=kind, param=param,
                                   oracle=oracle))  # fmt: skip
-    with open(out_dir / "manifest.jsonl", "w", encoding="utf-8") as f:
+    with whole_file(out_dir / "manifest.jsonl", "w", encoding="utf-8") as f:
         for it in items:
             f.write(it.model_dump_json() + "\n")
     return items
@@ -230,7 +231,7 @@ def report(
 
 
 def write_report(rows: Sequence[VqppRow], path: Path) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with whole_file(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         fields = list(VqppRow.model_fields)
         w.writerow(fields)
@@ -247,7 +248,7 @@ def write_decisions(
     path: Path,
 ) -> None:
     """One JSON line per item: what was done, what the oracle does, what was chosen."""
-    with open(path, "w", encoding="utf-8") as f:
+    with whole_file(path, "w", encoding="utf-8") as f:
         for it in items:
             ops = chosen.get(it.image)
             f.write(json.dumps({

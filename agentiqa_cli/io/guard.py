@@ -6,7 +6,11 @@
   trace by its ``run`` header line) or is empty, unless ``--force``;
 - each output can be written: not a folder, not a device or pipe, not read-only, its folder
   exists or can be made and files can be created in it;
-- our own outputs found by a folder or a glob (``'d/*' -o d/results.csv``) are not inputs.
+- our own outputs found by a folder or a glob (``'d/*' -o d/results.csv``) are not inputs
+  (an empty file named as an input is an input: it is never taken for one of ours);
+- a whole-file output (a page, an overlay, a pool, a report table, a fixed image) is written
+  to a temporary file in its folder and renamed over the old one only once it is complete
+  (``write_whole``, ``whole_file``): a failed run leaves the previous file as it was.
 
 The same rules hold for the other commands' outputs: ``eval-bench``'s ``--out-dir`` (its
 trace and report files), ``calibrate``'s overlay and ``evaluate``'s ``--gen-dir``.
@@ -14,12 +18,16 @@ trace and report files), ``calibrate``'s overlay and ``evaluate``'s ``--gen-dir`
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import yaml
 from pydantic import ValidationError
@@ -107,6 +115,30 @@ def is_overlay_file(path: Path) -> bool:
     return doc is None or (isinstance(doc, dict) and set(doc) == {"tools"})
 
 
+def is_pool_file(path: Path) -> bool:
+    """An empty file, or an SQLite database with an experience pool's tables."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False
+    if head == b"":
+        return True
+    if head != b"SQLite format 3\x00":
+        return False
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"{_real(path).as_uri()}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return {"meta", "entries", "records"} <= names
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
@@ -120,6 +152,52 @@ def _same(a: Path, b: Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:  # one does not exist (yet)
         return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _real(path: Path) -> Path:
+    """The file a name stands for: through a symbolic link the file it names is replaced
+    (the link stays), so a link is never swapped for a regular file."""
+    return Path(os.path.realpath(path))
+
+
+@contextlib.contextmanager
+def whole_file(path: Path, mode: str = "w", **kw: object) -> Iterator[IO[str]]:
+    """Write ``path`` as a whole: into a temporary file in its folder, flushed to disk,
+    renamed over the old file only when the block ends without an error (keeping the old
+    file's mode). An error anywhere leaves the old file, if any, exactly as it was."""
+    target = _real(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and not target.is_file():  # a device or a pipe: never replaced
+        raise ConfigError(f"{display_path(path)}: not a regular file; refusing to replace it")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with contextlib.suppress(OSError):
+            old = target.exists()
+            os.fchmod(fd, stat.S_IMODE(target.stat().st_mode) if old else 0o666 & ~_umask())
+        with open(fd, mode, **kw) as f:  # type: ignore[call-overload]
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_whole(path: Path, data: str | bytes) -> None:
+    """``whole_file`` for data already in memory (text is written as UTF-8)."""
+    if isinstance(data, str):
+        with whole_file(path, "w", encoding="utf-8", newline="") as f:
+            f.write(data)
+    else:
+        with whole_file(path, "wb") as fb:
+            fb.write(data)  # type: ignore[arg-type]
+
+
+def _umask() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return old
 
 
 def _check_writable(path: Path, what: str) -> None:
@@ -206,6 +284,43 @@ def check_overlay_out(out: Path, inputs: Iterable[Path]) -> None:
     _not_inputs([out], inputs, "--out")
 
 
+def check_pool_out(out: Path, inputs: Iterable[Path]) -> None:
+    """``experience build --out``: writable, a pool of ours or empty, not an input."""
+    check_file(out, "--out", is_pool_file, "an experience pool", force=None)
+    _not_inputs([out], inputs, "--out")
+
+
+def identities(paths: Iterable[Path]) -> set[tuple[int, int]]:
+    """The (device, inode) of each path that exists."""
+    return {i for p in paths if (i := _identity(p)) is not None}
+
+
+def image_out_refusal(path: Path, inputs: set[tuple[int, int]]) -> str | None:
+    """Why an image this run makes may not be written at ``path`` (None: it may). Only a
+    new name or a PNG there (an earlier run's output of the same name) is replaced; never
+    an input under any name, a link, a device, or a file of another kind."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"{display_path(path)}: cannot check it: {e.strerror or e}"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{display_path(path)}: is a symbolic link; refusing to write through it"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{display_path(path)}: not a regular file; refusing to replace it"
+    if (st.st_dev, st.st_ino) in inputs:
+        return f"{display_path(path)}: is an input; refusing to overwrite it"
+    try:
+        with open(path, "rb") as f:
+            png = f.read(8) == b"\x89PNG\r\n\x1a\n"
+    except OSError as e:
+        return f"{display_path(path)}: cannot read it: {e.strerror or e}"
+    if not png:
+        return f"{display_path(path)}: exists and is not a PNG; refusing to overwrite it"
+    return None
+
+
 # evaluate's generated images (``evaluate.draws.GeneratorSource.path``): r01-01.png
 GENERATED = re.compile(r"r\d{2,}-\d{2,}\.png")
 
@@ -288,8 +403,8 @@ class Outputs:
         Files are compared by identity (device, inode): links and other spellings count."""
         own: dict[tuple[int, int], bool] = {}  # the outputs that exist → is it one of ours
         for path, _, ours, _ in self._files():
-            if (ident := _identity(path)) is not None:
-                own[ident] = ours(path)
+            if (ident := _identity(path)) is not None:  # (ours but empty: also an input)
+                own[ident] = ours(path) and path.stat().st_size > 0
         if (ident := _identity(lock_path(self.csv))) is not None:
             own[ident] = True
         if not own:

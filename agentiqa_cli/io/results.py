@@ -11,8 +11,12 @@ own columns (``optional``: assess's fix columns) but is otherwise this run's, in
 order, is upgraded first: rewritten beside itself with this run's header, its rows' new
 cells empty, then renamed over the old file in one step.
 
-A lock (``.<name>.lock`` beside the CSV, portable) is held from opening to closing, so a
-second run on the same CSV is refused whether or not the file exists yet. The file is
+A lock (``.<name>.lock`` beside the file the name stands for, portable) is held from
+opening to closing, so a second run on the same CSV is refused whether or not the file
+exists yet, under any spelling: a symbolic link locks the file it names, and an existing
+file is also locked by its identity (device, inode), so a hard link to it is the same CSV.
+The lock files hold their run's process id and are removed when the run ends; a killed
+run's lock is taken over by the next run once that process is gone. The file is
 only created (or truncated) when the first row arrives or the run ends cleanly, so a run
 that fails on a configuration error leaves an earlier CSV untouched.
 """
@@ -30,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock, Timeout
+from filelock import SoftFileLock, Timeout
 
 from agentiqa_cli.errors import ConfigError, OutputWriteError
 from agentiqa_cli.records import Result
@@ -154,8 +158,44 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def lock_path(path: Path) -> Path:
-    """The lock file guarding a results CSV (hidden, so globs and folders never pick it up)."""
-    return path.with_name(f".{path.name}.lock")
+    """The lock file guarding a results CSV (hidden, so globs and folders never pick it up),
+    beside the file the name stands for (through symbolic links)."""
+    real = Path(os.path.realpath(path))
+    return real.with_name(f".{real.name}.lock")
+
+
+def lock_paths(path: Path) -> list[Path]:
+    """``lock_path``, and for a file that exists one named by its identity, so that every
+    name of one file (hard links too) takes the same lock."""
+    paths = [lock_path(path)]
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        paths.append(paths[0].with_name(f".agentiqa-{st.st_dev:x}-{st.st_ino:x}.lock"))
+    return paths
+
+
+class RunLock:
+    """The locks of one output file (``lock_paths``), all or none: ConfigError when another
+    live run holds one. Each lock file records its holder's process id and is removed on
+    release; one left by a killed run is taken over (filelock's stale-holder recovery)."""
+
+    def __init__(self, path: Path):
+        self._held: list[SoftFileLock] = []
+        try:
+            for p in lock_paths(path):
+                lock = SoftFileLock(p, timeout=0, thread_local=False)
+                lock.acquire()
+                self._held.append(lock)
+        except Timeout:
+            self.release()
+            raise ConfigError(f"{path}: another agentiqa run is writing it") from None
+        except OSError as e:
+            self.release()
+            raise ConfigError(f"{path}: cannot take its lock: {e.strerror or e}") from None
+
+    def release(self) -> None:
+        while self._held:
+            self._held.pop().release()
 
 
 def read_records(data: bytes, where: str) -> tuple[list[list[str]], int]:
@@ -199,8 +239,28 @@ def read_records(data: bytes, where: str) -> tuple[list[list[str]], int]:
         raise refuse(f"line {reader.line_num + 1} is not UTF-8") from None
     if records and data[records[-1][1] - 1 : records[-1][1]] not in (b"\n", b"\r"):
         records.pop()  # no line ending after it: the write was cut
+    end = records[-1][1] if records else start
+    if records and _whole_record_inside(data[end:], len(records[0][0])):
+        # a cut write is part of one record; this tail holds whole ones (a stray quote
+        # opened a cell that runs to the end of the file): dropping it would lose rows
+        line = data[:end].count(b"\n") + 1
+        raise refuse(f"a quote opened on line {line} is never closed (a stray quote?)")
     rows = [row for row, _ in records]
-    return rows, records[-1][1] if records else start
+    return rows, end
+
+
+def _whole_record_inside(tail: bytes, width: int) -> bool:
+    """Whether a later line of ``tail`` is on its own a complete record of ``width`` cells."""
+    for raw in tail.splitlines(keepends=True)[1:]:
+        if not raw.endswith((b"\n", b"\r")):
+            break
+        try:
+            cells = next(csv.reader([raw.decode("utf-8").rstrip("\r\n")], strict=True), [])
+        except (csv.Error, UnicodeDecodeError):
+            continue
+        if len(cells) == width:
+            return True
+    return False
 
 
 class ResultsWriter:
@@ -221,15 +281,10 @@ class ResultsWriter:
         self.done: set[tuple[str, str]] = set()
         self._fd = -1
         self._pending: list[list[str]] | None = None  # an older CSV's rows, to upgrade
-        self._lock: FileLock | None = None
+        self._lock: RunLock | None = None
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.is_file():  # (the guard refuses devices and pipes)
-            self._lock = FileLock(lock_path(path), timeout=0)
-            try:
-                # two runs on one CSV would both write the same images
-                self._lock.acquire()
-            except Timeout:
-                raise ConfigError(f"{path}: another agentiqa run is writing it") from None
+            self._lock = RunLock(path)  # two runs on one CSV would both write the same images
         try:
             if resume and path.is_file() and path.stat().st_size > 0:
                 self._prepare_resume()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import os
 import re
 import textwrap
 from collections.abc import Iterable, Iterator, Mapping
@@ -307,9 +306,9 @@ def _replace_entry(text: str, key: str, lines: list[str]) -> str:
 
 
 def _replace_file(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    from agentiqa_cli.io.guard import write_whole
+
+    write_whole(path, text)  # a temporary file renamed over it once complete
 
 
 def write_card_logistic(path: Path, logistic: Logistic, notes: str | None = None) -> ToolCard:
