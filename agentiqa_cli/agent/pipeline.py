@@ -265,6 +265,12 @@ class Agent:
         penalty = probe.penalty if probe is not None else 0.0
         if score is not None and penalty:  # Q-Probe: clip(base - Σ penalties, 1, 5)
             score = min(5.0, max(1.0, score - penalty))
+        if score is None or not 1.0 <= score <= 5.0:  # (NaN fails too) an ok row has a score
+            raise VLMError(
+                "no score: no tool measured the image and the reply carried no level probabilities"
+                if score is None
+                else f"the score {score} is outside 1-5"
+            )
         result = pair.result()
         result.score = score
         # no score, no level: the summarizer's stated level alone is not a measurement

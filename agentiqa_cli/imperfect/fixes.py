@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from agentiqa_cli.imaging.load import MIN_SIDE
 from agentiqa_cli.imperfect.records import (
     Crop,
     Deblur,
@@ -28,7 +29,7 @@ Array = NDArray[np.float32]
 # seed 003 App. A.2: Richardson-Lucy with a 15×15 Gaussian PSF, 30 iterations; the PSF's
 # sigma is OpenCV's default for a 15-tap kernel (0.3·((15-1)/2-1)+0.8 = 2.6)
 PSF_SIZE, PSF_SIGMA, RL_ITERATIONS = 15, 2.6, 30
-MIN_CROP_PX = 8
+MIN_CROP_PX = MIN_SIDE  # smaller than this, no input is read at all (imaging.load)
 
 
 def _psf() -> NDArray[np.float64]:

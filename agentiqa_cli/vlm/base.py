@@ -7,11 +7,12 @@ were rendered from (for the deterministic ``rules`` backend). Optional ``json_sc
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentiqa_cli.records import Usage
 
@@ -79,10 +80,24 @@ class VLMReply(BaseModel):
     finish_reason: str | None = None
     model: str = ""
 
+    @field_validator("top_logprobs")
+    @classmethod
+    def _probabilities(cls, v: list[dict[str, float]] | None) -> list[dict[str, float]] | None:
+        """Every backend's log-probabilities as data: a value that is not a finite number
+        ≤ 0 (above 709 ``exp`` overflows) becomes NaN, which fusion treats as missing (its
+        position carries no level probabilities; the trace notes why)."""
+        if v is None:
+            return None
+        return [{t: lp if _valid(lp) else math.nan for t, lp in d.items()} for d in v]
+
     @property
     def truncated(self) -> bool:
         """The reply hit ``max_tokens``: its JSON is cut short."""
         return self.finish_reason == "length"
+
+
+def _valid(lp: float) -> bool:
+    return math.isfinite(lp) and lp <= 0.0
 
 
 @runtime_checkable

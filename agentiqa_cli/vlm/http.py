@@ -211,22 +211,26 @@ class OpenAIHTTPVLM:
         return {"role": m.role, "content": content}
 
     def _reply(self, request: VLMRequest, data: dict[str, Any], latency: float) -> VLMReply:
+        """The reply, validated as data: a malformed one is a VLMError (which
+        ``--vlm-fallback rules`` takes over), never an internal error."""
         try:
             choice = data["choices"][0]
             text = choice["message"].get("content") or ""
+            finish = choice.get("finish_reason")  # "length": cut short (VLMReply.truncated)
+            if not isinstance(text, str) or not isinstance(finish, str | None):
+                raise TypeError
         except (KeyError, IndexError, TypeError, AttributeError):
             raise VLMError(
                 self._redact(f"VLM server at {self.shown_url} sent a malformed reply")
             ) from None
-        finish = choice.get("finish_reason")  # "length": cut short (see VLMReply.truncated)
-        usage = data.get("usage") or {}
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         tokens, top = _logprobs(choice.get("logprobs")) if request.top_logprobs else (None, None)
 
         def count(name: str) -> int:
-            try:
-                return int(usage.get(name) or 0)
-            except (TypeError, ValueError):  # a malformed usage field is not worth failing for
-                return 0
+            # a count that is not a non-negative integer is ignored, not worth failing for
+            v = usage.get(name)
+            return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
         return VLMReply(
             text=text,
@@ -239,7 +243,7 @@ class OpenAIHTTPVLM:
             ),
             latency=latency,
             finish_reason=finish,
-            model=str(data.get("model") or self.model or ""),
+            model=str(data.get("model") or self.model or "")[:200],
         )
 
     # -- transport with retries ------------------------------------------------------------
@@ -343,16 +347,27 @@ def _logprobs(logprobs: Any) -> tuple[list[str] | None, list[dict[str, float]] |
         if not isinstance(pos, dict) or "token" not in pos:
             return None, None
         d: dict[str, float] = {}
-        for alt in pos.get("top_logprobs") or []:
+        alts = pos.get("top_logprobs")
+        for alt in alts if isinstance(alts, list) else []:
             if isinstance(alt, dict) and "token" in alt and alt.get("logprob") is not None:
-                lp = float(alt["logprob"])
-                if math.isfinite(lp) and lp > _MASKED:
+                lp = _logprob(alt["logprob"])
+                if not lp <= _MASKED:  # (NaN, an invalid value, is kept: see _logprob)
                     d.setdefault(str(alt["token"]), lp)
         if pos.get("logprob") is not None:
-            d.setdefault(str(pos["token"]), float(pos["logprob"]))
+            d.setdefault(str(pos["token"]), _logprob(pos["logprob"]))
         tokens.append(str(pos["token"]))
         tops.append(d)
     return (tokens, tops) if tokens else (None, None)
+
+
+def _logprob(value: object) -> float:
+    """A log-probability as data: a finite number ≤ 0, else NaN, which fusion treats as
+    missing. A value above 709 would overflow ``exp``; a string, a boolean or a positive
+    number is no log-probability at all."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    lp = float(value)
+    return lp if math.isfinite(lp) and lp <= 0.0 else math.nan
 
 
 def _describe(e: Exception) -> str:

@@ -1,0 +1,159 @@
+"""A VLM reply is data to validate: log-probabilities finite and ≤ 0 or missing, usage
+counts non-negative integers or ignored, a malformed reply a VLM error the rules fallback
+takes over, an ok row always scored in [1, 5], no crop below the smallest readable image."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentiqa_cli.errors import VLMError
+from agentiqa_cli.vlm.base import VLMReply
+from tests.conftest import natural_like, save_rgb
+from tests.test_safety_inputs import rows, run
+from tests.test_vlm_http_faults import LEVELS, Reply, ScriptedServer, backend, completion, request
+from tests.test_vlm_http_faults import run as call
+
+MODELS = Reply(body={"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    s = ScriptedServer()
+    s.thread.start()
+    yield s
+    s.httpd.shutdown()
+    s.httpd.server_close()
+
+
+def _level_reply(lp: str) -> bytes:
+    logprobs = {"content": [{"token": "good", "logprob": "LP",
+                             "top_logprobs": [{"token": "good", "logprob": "LP"},
+                                              {"token": "fair", "logprob": -1.5}]}]}  # fmt: skip
+    return json.dumps(completion("good", logprobs=logprobs)).replace('"LP"', lp).encode()
+
+
+@pytest.mark.parametrize("lp", ["800", "710.5", "0.5", '"abc"', "NaN", "Infinity", "true"])
+def test_a_logprob_that_is_not_finite_and_at_most_0_is_missing(
+    server: ScriptedServer, lp: str
+) -> None:
+    from agentiqa_cli.agent.fusion import level_logprobs, nonfinite_note
+
+    server.queue(Reply(raw=_level_reply(lp)))
+    reply = call(backend(server.url), lambda v: v.complete(request(choices=LEVELS, top_logprobs=5)))
+    (top,) = reply.top_logprobs
+    assert math.isnan(top["good"]) and top["fair"] == -1.5
+    assert level_logprobs(reply) is None  # the level position is missing: no OverflowError
+    assert "treated as missing" in (nonfinite_note(reply) or "")
+
+
+def test_every_backends_reply_drops_bogus_logprobs() -> None:
+    reply = VLMReply(text="good", top_logprobs=[{"good": 800.0, "fair": 0.5, "bad": -2.0}])
+    (top,) = reply.top_logprobs or [{}]
+    assert math.isnan(top["good"]) and math.isnan(top["fair"]) and top["bad"] == -2.0
+
+
+@pytest.mark.parametrize(
+    "usage",
+    ["[1, 2]", "Infinity", '{"prompt_tokens": -5, "completion_tokens": 2.5}',
+     '{"prompt_tokens": "12", "completion_tokens": 1e400}', '{"prompt_tokens": true}'],
+)  # fmt: skip
+def test_usage_that_is_not_non_negative_integers_is_ignored(
+    server: ScriptedServer, usage: str
+) -> None:
+    body = completion()
+    body["usage"] = "USAGE"
+    server.queue(Reply(raw=json.dumps(body).replace('"USAGE"', usage).encode()))
+    reply = call(backend(server.url), lambda v: v.complete(request()))
+    assert reply.usage.calls == 1
+    assert reply.usage.prompt_tokens == 0 and reply.usage.completion_tokens == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"choices": ["x"]},
+        {"choices": [{"message": {"content": 5}}]},
+        {"choices": [{"message": {"content": ["a"]}, "finish_reason": "stop"}]},
+        {"choices": [{"message": {"content": "ok"}, "finish_reason": 3}]},
+        {"choices": {"0": 1}},
+    ],
+)
+def test_a_malformed_reply_is_a_vlm_error(server: ScriptedServer, body: dict[str, Any]) -> None:
+    server.queue(Reply(body=body))
+    with pytest.raises(VLMError, match="malformed"):
+        call(backend(server.url), lambda v: v.complete(request()))
+
+
+def _assess(tmp_path: Path, server: ScriptedServer, *extra: str) -> dict[str, str]:
+    server.thread.start()
+    try:
+        save_rgb(tmp_path / "a.png", natural_like(64, 80))
+        r = run("assess", "a.png", "--vlm", server.url, "--model", "m", "-t", "piqe",
+                "-o", "out.csv", "-j", "1", *extra, cwd=tmp_path)  # fmt: skip
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+    (row,) = rows(tmp_path / "out.csv")
+    row["_code"] = str(r.returncode)
+    return row
+
+
+def test_a_huge_logprob_end_to_end_gives_an_ok_row_not_an_overflow(tmp_path: Path) -> None:
+    from tests.test_agent import EXAMINE_NOISE, PLAN_GLOBAL, SELECT_NOISE
+
+    summary = '{"level":"excellent","answer":"fine","reasoning":"r","sufficient":true}'
+    tokens = ['{"', "level", '":"', "excellent", '","', "answer", '":"', "fine", '"}']
+    content: list[dict[str, Any]] = [{"token": t, "logprob": -0.01, "top_logprobs": []}
+                                     for t in tokens]  # fmt: skip
+    content[3] = {"token": "excellent", "logprob": 800.0,
+                  "top_logprobs": [{"token": "excellent", "logprob": 800.0},
+                                   {"token": "good", "logprob": 750.0}]}  # fmt: skip
+    server = ScriptedServer()
+    server.queue(MODELS, Reply(body=completion(json.dumps(PLAN_GLOBAL))),
+                 Reply(body=completion(json.dumps(EXAMINE_NOISE))),
+                 Reply(body=completion(json.dumps(SELECT_NOISE))),
+                 Reply(body=completion(summary, logprobs={"content": content})))  # fmt: skip
+    row = _assess(tmp_path, server)
+    assert row["_code"] == "0" and row["status"] == "ok", row
+    assert 1.0 <= float(row["score"]) <= 5.0
+
+
+def test_a_malformed_reply_is_taken_over_by_the_rules_fallback(tmp_path: Path) -> None:
+    server = ScriptedServer()
+    server.queue(MODELS, Reply(body={"choices": [{"message": {"content": 5}}]}))
+    row = _assess(tmp_path, server, "--vlm-fallback", "rules")
+    assert row["_code"] == "0" and row["status"] == "ok", row
+    assert 1.0 <= float(row["score"]) <= 5.0
+
+
+def test_an_ok_row_always_has_a_score(tmp_path: Path) -> None:
+    """The VLM plans full-reference without a reference: nothing is measured; the summary
+    carries no log-probabilities. An error row, not `ok` with an empty score."""
+    from tests.test_agent import PLAN_GLOBAL
+
+    off = dict.fromkeys(PLAN_GLOBAL["plan"], False)  # type: ignore[arg-type]
+    plan = {**PLAN_GLOBAL, "reference_mode": "Full-Reference", "plan": off}
+    summary = '{"level":"good","answer":"fine","reasoning":"r","sufficient":true}'
+    server = ScriptedServer()
+    server.queue(MODELS, Reply(body=completion(json.dumps(plan))),
+                 Reply(body=completion(summary)))  # fmt: skip
+    row = _assess(tmp_path, server, "--no-evidence")
+    assert row["status"] == "error" and row["score"] == "" and row["_code"] == "3", row
+    assert "no score" in row["error"]
+
+
+def test_a_crop_below_16_px_is_refused() -> None:
+    import numpy as np
+
+    from agentiqa_cli.imperfect.fixes import crop
+
+    x = np.zeros((160, 160, 3), np.float32)
+    with pytest.raises(ValueError, match="below 16 px"):
+        crop(x, 0, 0, 8, 8)
+    assert crop(x, 0, 0, 16, 16).shape == (16, 16, 3)
