@@ -5,6 +5,7 @@ CSV rows and JSONL trace lines are produced from these models and nothing else.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
@@ -292,11 +293,25 @@ class ToolRequest(Record):
 class ReplyRecord(Record):
     """A model's raw reply, with enough log-probability positions to re-derive fusion."""
 
-    text: str
+    text: str  # the first TRACED_TEXT characters of a longer reply: its length and hash follow
     finish_reason: str | None = None
     model: str = ""
     tokens: list[str] | None = None
     top_logprobs: list[dict[str, float]] | None = None
+    text_length: int | None = None  # the whole reply's, when ``text`` is cut
+    text_sha256: str | None = None
+
+    @classmethod
+    def bounded(cls, text: str, **fields: object) -> ReplyRecord:
+        """A record of a reply whose text the trace keeps at most ``TRACED_TEXT`` of."""
+        if len(text) <= TRACED_TEXT:
+            return cls(text=text, **fields)  # type: ignore[arg-type]
+        digest = hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+        return cls(text=text[:TRACED_TEXT], text_length=len(text), text_sha256=digest,
+                   **fields)  # type: ignore[arg-type]  # fmt: skip
+
+
+TRACED_TEXT = 64 * 1024  # characters of one reply kept in the trace
 
 
 class TraceEvent(Record):

@@ -157,3 +157,95 @@ def test_a_crop_below_16_px_is_refused() -> None:
     with pytest.raises(ValueError, match="below 16 px"):
         crop(x, 0, 0, 8, 8)
     assert crop(x, 0, 0, 16, 16).shape == (16, 16, 3)
+
+
+# -- deadlines and bounds ----------------------------------------------------------------------
+class _Trickle:
+    """A server on 127.0.0.1 that answers with headers, then one body byte a second."""
+
+    def __init__(self, chunked_size: int = 0) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.chunked_size = chunked_size  # > 0: send that many bytes at once instead
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: Any) -> None:
+        import time
+
+        try:
+            conn.recv(65536)
+            if self.chunked_size:
+                body = b'{"x":"' + b"a" * self.chunked_size + b'"}'
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Connection: close\r\n\r\n" + body)  # fmt: skip
+                return
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 100000\r\n\r\n")  # fmt: skip
+            while not self.stop.is_set():
+                conn.sendall(b" ")
+                time.sleep(1.0)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_trickling_server_gives_an_error_within_the_deadline(retries: int) -> None:
+    import time
+
+    server = _Trickle()
+    timeout = 2.0
+    try:
+        vlm = backend(server.url, timeout=timeout, retries=retries)
+        t0 = time.monotonic()
+        with pytest.raises(VLMError, match="no reply within 2 s"):
+            call(vlm, lambda v: v.complete(request()))
+        took = time.monotonic() - t0
+    finally:
+        server.close()
+    assert took <= timeout * (retries + 1) + 2.0, took
+
+
+def test_a_reply_over_the_size_cap_is_refused_as_it_arrives() -> None:
+    server = _Trickle(chunked_size=200_000)
+    try:
+        vlm = backend(server.url, max_reply_bytes=50_000, retries=0)
+        with pytest.raises(VLMError, match="sent a reply over"):
+            call(vlm, lambda v: v.complete(request()))
+    finally:
+        server.close()
+
+
+def test_the_trace_keeps_a_bounded_prefix_of_a_huge_reply_with_its_hash_and_length() -> None:
+    import hashlib
+
+    from agentiqa_cli.records import TRACED_TEXT, ReplyRecord
+
+    text = "x" * (TRACED_TEXT * 3) + "end"
+    rec = ReplyRecord.bounded(text, model="m")
+    assert rec.text == text[:TRACED_TEXT] and rec.text_length == len(text)
+    assert rec.text_sha256 == hashlib.sha256(text.encode()).hexdigest()
+    assert len(rec.model_dump_json()) < TRACED_TEXT + 1000
+    small = ReplyRecord.bounded("short", model="m")
+    assert small.text == "short" and small.text_length is None

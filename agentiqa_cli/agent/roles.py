@@ -138,8 +138,8 @@ class Asker:
             ),
             reply=None
             if reply is None
-            else ReplyRecord(
-                text=reply.text,
+            else ReplyRecord.bounded(
+                reply.text,
                 finish_reason=reply.finish_reason,
                 model=reply.model,
                 tokens=reply.tokens[:TRACED_POSITIONS] if reply.tokens else None,

@@ -9,6 +9,7 @@ vLLM ignores them silently, which would leave generation unconstrained.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import random
 import time
@@ -31,6 +32,9 @@ _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
 _TRANSPORT_ERRORS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 _TIMEOUTS = (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout)
 _MASKED = -9999.0  # vLLM's logprob for a token that structured output forbids
+# A chat completion with per-token log-probabilities is kilobytes; a bigger body is refused
+# as it arrives, before it costs memory.
+MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 def normalize_base_url(url: str) -> str:
@@ -90,6 +94,7 @@ class OpenAIHTTPVLM:
         image_format: ImageFormat = "PNG",
         schema_field: SchemaField = "response_format",
         transport: httpx.AsyncBaseTransport | None = None,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be ≥ 1")
@@ -103,7 +108,8 @@ class OpenAIHTTPVLM:
         self.image_pixels = image_pixels
         self.image_format: ImageFormat = image_format
         self.schema_field: SchemaField = schema_field
-        self.timeout = timeout
+        self.timeout = timeout  # the whole of one attempt: connect, send, receive
+        self.max_reply_bytes = max_reply_bytes
         self._api_key = api_key or None
         self._sem = asyncio.Semaphore(concurrency)
         self._model_lock = asyncio.Lock()
@@ -264,32 +270,57 @@ class OpenAIHTTPVLM:
 
     async def _attempt(self, method: str, url: str, body: dict[str, Any] | None) -> dict[str, Any]:
         try:
-            resp = await self._client.request(method, url, json=body)
+            # httpx's timeout is per read: a server that trickles a byte a second would
+            # never end. The deadline covers the whole attempt.
+            resp, content = await asyncio.wait_for(self._exchange(method, url, body), self.timeout)
         except _CONNECT_ERRORS as e:
             raise _Retryable("connect", _describe(e)) from None
-        except _TIMEOUTS:
+        except (*_TIMEOUTS, asyncio.TimeoutError):
             raise _Retryable("timeout", f"no reply within {self.timeout:g} s") from None
         except _TRANSPORT_ERRORS as e:
             raise _Retryable("transport", _describe(e)) from None
         except httpx.HTTPError as e:  # bad URL scheme, proxy, protocol: not worth retrying
             raise VLMError(self._redact(f"VLM request to {url} failed: {_describe(e)}")) from None
         if resp.status_code in _RETRY_STATUS or resp.status_code >= 500:
-            err = _Retryable("status", f"HTTP {resp.status_code}: {_error_text(resp)}")
+            err = _Retryable("status", f"HTTP {resp.status_code}: {_error_text(resp, content)}")
             err.retry_after = _retry_after(resp)
             raise err
         if resp.status_code >= 400:
             raise VLMError(
                 self._redact(
-                    f"VLM server rejected the request: HTTP {resp.status_code}: {_error_text(resp)}"
+                    "VLM server rejected the request: "
+                    f"HTTP {resp.status_code}: {_error_text(resp, content)}"
                 )
             )
         try:
-            data = resp.json()
-        except ValueError:
+            data = json.loads(content)
+        except (ValueError, RecursionError):  # (nested 100 000 deep: still not a reply)
             raise VLMError(f"VLM server at {self.shown_url} sent a non-JSON reply") from None
         if not isinstance(data, dict):
             raise VLMError(f"VLM server at {self.shown_url} sent a malformed reply")
         return data
+
+    async def _exchange(
+        self, method: str, url: str, body: dict[str, Any] | None
+    ) -> tuple[httpx.Response, bytes]:
+        """The response and its body, read up to ``max_reply_bytes`` (VLMError beyond)."""
+        async with self._client.stream(method, url, json=body) as resp:
+            declared = resp.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_reply_bytes:
+                raise self._too_big()
+            chunks, size = [], 0
+            async for chunk in resp.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_reply_bytes:
+                    raise self._too_big()
+                chunks.append(chunk)
+        return resp, b"".join(chunks)
+
+    def _too_big(self) -> VLMError:
+        return VLMError(
+            f"VLM server at {self.shown_url} sent a reply over "
+            f"{self.max_reply_bytes // (1024 * 1024)} MiB; refused"
+        )
 
     def _delay(self, attempt: int, last: _Retryable | None) -> float:
         """Exponential backoff with jitter, so concurrent clients don't retry in lockstep."""
@@ -375,18 +406,19 @@ def _describe(e: Exception) -> str:
     return text if text else type(e).__name__
 
 
-def _error_text(resp: httpx.Response, limit: int = 300) -> str:
+def _error_text(resp: httpx.Response, content: bytes, limit: int = 300) -> str:
     """The server's own error message (OpenAI or vLLM shape), else the start of the body."""
     try:
-        data = resp.json()
-    except ValueError:
+        data = json.loads(content)
+    except (ValueError, RecursionError):
         data = None
     if isinstance(data, dict):
         err = data.get("error")
         msg = err.get("message") if isinstance(err, dict) else data.get("message") or err
         if msg:
             return str(msg)[:limit]
-    return (resp.text or resp.reason_phrase or "").strip()[:limit]
+    text = content[: limit * 4].decode("utf-8", errors="replace")
+    return (text or resp.reason_phrase or "").strip()[:limit]
 
 
 def _retry_after(resp: httpx.Response) -> float | None:
