@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.read import load_yaml
 from agentiqa_cli.records import LearnedTools
 
 DEFAULT_QUERY = "How is the overall quality of this image?"
@@ -134,12 +134,7 @@ def _from_env(environ: dict[str, str]) -> dict[str, Any]:
 
 
 def _from_file(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"config file {path}: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config file {path}: invalid YAML: {e}") from None
+    data = load_yaml(path, "config file")  # a regular UTF-8 file, bounded; exit 2 otherwise
     if data is None:
         return {}
     if not isinstance(data, dict):

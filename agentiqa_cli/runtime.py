@@ -31,6 +31,7 @@ from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError, VLMError, VLMUnreachableError
 from agentiqa_cli.imaging.discover import Job, discover, pair
 from agentiqa_cli.io.guard import Outputs, trace_path_for
+from agentiqa_cli.io.read import read_bytes
 from agentiqa_cli.io.results import ResultsWriter, columns_for
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
@@ -388,7 +389,4 @@ def build_vlm(settings: Settings, cards: CardSet) -> VLM:
 
 
 def _file_digest(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    except OSError as e:
-        raise ConfigError(f"{path}: {e.strerror or e}") from None
+    return hashlib.sha256(read_bytes(path, "")).hexdigest()[:16]

@@ -23,7 +23,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jinja2 import (
     BaseLoader,
     Environment,
@@ -56,6 +55,7 @@ from agentiqa_cli.agent.schemas import (
     string_limits,
 )
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.read import decode, parse_yaml, read_bytes, read_text
 from agentiqa_cli.resources import default_prompts_dir
 from agentiqa_cli.vlm.base import ImagePart, Message
 
@@ -96,7 +96,7 @@ class FragmentLoader(BaseLoader):
                 path = (folder / template).resolve()
                 if path.parent == folder and path.is_file():
                     mtime = path.stat().st_mtime
-                    source = path.read_text(encoding="utf-8")
+                    source = read_text(path, "prompt fragment")
                     return source, str(path), lambda p=path, m=mtime: p.stat().st_mtime == m
         where = ", ".join(str(f) for f in self.folders) or "(no fragment folder)"
         raise TemplateNotFound(f"{template} (fragments are looked up in {where})")
@@ -384,13 +384,8 @@ def load_prompt(path: Path, env: SandboxedEnvironment | None = None) -> PromptSp
     """One prompt file; its fragments come from ``env`` (default: the file's own folder's
     ``_fragments``, then the shipped ones)."""
     env = env or make_env(fragment_folders(path.parent))
-    try:
-        raw = path.read_bytes()
-        data = yaml.safe_load(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read prompt: {e}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: invalid YAML: {e}") from None
+    raw = read_bytes(path, "")  # a regular UTF-8 file, bounded; exit 2 otherwise
+    data = parse_yaml(decode(raw, str(path)), str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a prompt file must be a mapping")
     try:

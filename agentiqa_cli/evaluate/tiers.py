@@ -8,6 +8,7 @@ the density of many samples' scores), so "High" then means "in the top 40% of th
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import math
 import re
@@ -18,6 +19,7 @@ from typing import Literal, get_args
 import numpy as np
 
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.read import read_text
 
 TierName = Literal["Very Low", "Low", "Moderate", "High", "Very High"]
 TIER_NAMES: tuple[TierName, ...] = get_args(TierName)  # worst first
@@ -69,11 +71,11 @@ class Tiers:
 def tiers_from_reference(path: Path, column: str = "score") -> Tiers:
     """Cut points at the 20/40/60/80% quantiles of a reference results CSV's scores (rows
     with ``status`` ok, as written by score/assess/evaluate)."""
+    text = read_text(path, "--tiers", limit=256 * 1024 * 1024)  # regular, bounded, UTF-8
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise ConfigError(f"--tiers {path}: {e.strerror or e}") from None
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as e:
+        raise ConfigError(f"--tiers {path}: not a CSV: {e}") from None
     if rows and column not in rows[0]:
         raise ConfigError(f"--tiers {path}: no {column!r} column")
     values = []

@@ -390,8 +390,8 @@ def read_pool(path: Path) -> Pool:
                     best=best,
                 )
             )
-    except (ValidationError, ValueError, TypeError, KeyError) as e:
-        first = str(e).splitlines()[0][:200]
+    except (ValidationError, ValueError, TypeError, KeyError, RecursionError) as e:
+        first = (str(e) or type(e).__name__).splitlines()[0][:200]
         raise ConfigError(f"experience pool {path}: invalid content ({first})") from None
     return Pool(path=Path(path), meta=meta, entries=pool_entries, records=recs)
 
@@ -399,7 +399,7 @@ def read_pool(path: Path) -> Pool:
 def _json_values(path: Path, raw: Mapping[str, str]) -> dict[str, Any]:
     try:
         return {k: json.loads(v) for k, v in raw.items()}
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         raise ConfigError(f"experience pool {path}: invalid metadata") from None
 
 

@@ -110,7 +110,7 @@ def is_overlay_file(path: Path) -> bool:
             return False
         with open(path, encoding="utf-8") as f:
             doc = yaml.safe_load(f)
-    except (OSError, UnicodeError, yaml.YAMLError):
+    except (OSError, UnicodeError, yaml.YAMLError, RecursionError, ValueError):
         return False
     return doc is None or (isinstance(doc, dict) and set(doc) == {"tools"})
 

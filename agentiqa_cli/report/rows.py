@@ -71,7 +71,7 @@ def parse_marks(cell: str | None) -> list[Mark]:
     if text[0] in "[{":
         try:
             return _from_json(json.loads(text))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # ("[" × 60 000: nested too deep)
             text = text.strip("[]{}")
     marks = []
     for part in text.replace(",", ";").replace("|", ";").split(";"):

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from agentiqa_cli.errors import ConfigError, UnknownToolError
+from agentiqa_cli.io.read import load_yaml, read_bytes
 from agentiqa_cli.records import Category, Mode
 from agentiqa_cli.tools.logistic import anchor_top, normalize
 
@@ -224,10 +225,7 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_card(path: Path) -> ToolCard:
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: invalid YAML: {e}") from None
+    data = load_yaml(path, "", _SAFE_LOADER)  # a regular UTF-8 file, bounded; exit 2 otherwise
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a tool card must be a mapping")
     try:
@@ -243,20 +241,18 @@ def load_cards(folder: Path) -> CardSet:
     paths = sorted(folder.glob("*.yaml"))
     if not paths:
         raise ConfigError(f"no tool cards (*.yaml) in {folder}")
-    hashes = {p.stem: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in paths}
+    hashes = {p.stem: hashlib.sha256(read_bytes(p, "")).hexdigest()[:16] for p in paths}
     return CardSet((load_card(p) for p in paths), hashes)
 
 
 def load_overlay(path: Path) -> dict[str, Logistic]:
     """A calibration overlay: ``{tool: {params: [...], source: ...}}`` as written by calibrate."""
+    data = load_yaml(path, "") or {}  # a regular UTF-8 file, bounded; exit 2 otherwise
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         tools = data.get("tools", data) if isinstance(data, dict) else None
         if not isinstance(tools, dict):
             raise ConfigError(f"{path}: calibration overlay must map tool names to parameters")
         return {str(k): Logistic.model_validate(v) for k, v in tools.items()}
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"{path}: {e}") from None
     except ValidationError as e:
         raise ConfigError(f"{path}: {_first_error(e)}") from None
 

@@ -1,0 +1,108 @@
+"""One reader for the files a run is configured by: regular files only (a FIFO never
+blocks, /dev/zero is never read to the end), bounded by size, UTF-8, and every YAML or
+JSON failure (recursion, a 5,000-digit integer) an exit-2 usage error naming the file."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.read import MAX_TEXT_BYTES, load_yaml, read_bytes
+from tests.conftest import natural_like, save_rgb
+from tests.test_safety_inputs import run
+
+BAD_TEXT = {
+    "latin1": "vlm: r\xe9gles\n".encode("latin-1"),
+    "binary": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe",
+    "deep": b"a: " + b"[" * 60_000,
+    "bigint": b"concurrency: " + b"9" * 5_000 + b"\n",
+}
+
+
+def _cli_exit(args: list[str], cwd: Path) -> tuple[int, str]:
+    """Run in a thread: a hang fails the test instead of stalling the suite."""
+    got: dict[str, object] = {}
+
+    def go() -> None:
+        r = run(*args, cwd=cwd)
+        got["code"], got["err"] = r.returncode, r.stderr
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(timeout=60)
+    assert not t.is_alive(), f"{args} hung"
+    return int(got["code"]), str(got["err"])  # type: ignore[call-overload]
+
+
+@pytest.fixture
+def img(tmp_path: Path) -> Path:
+    return save_rgb(tmp_path / "a.png", natural_like(48, 64))
+
+
+@pytest.mark.parametrize("flag", ["--config", "--calibration"])
+@pytest.mark.parametrize("kind", [*BAD_TEXT, "fifo", "dev-zero", "folder", "too-big"])
+def test_bad_config_and_calibration_files_are_exit_2(
+    tmp_path: Path, img: Path, flag: str, kind: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    if kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("needs FIFOs")
+        os.mkfifo(bad)
+    elif kind == "dev-zero":
+        bad.symlink_to("/dev/zero")
+    elif kind == "folder":
+        bad.mkdir()
+    elif kind == "too-big":
+        with open(bad, "wb") as f:
+            f.truncate(MAX_TEXT_BYTES + 1)
+    else:
+        bad.write_bytes(BAD_TEXT[kind])
+    code, err = _cli_exit(["score", img, "-t", "sharpness", flag, bad, "-o", "r.csv"], tmp_path)
+    assert code == 2, err
+    assert "bad.yaml" in err and "internal error" not in err.lower()
+    assert not (tmp_path / "r.csv").exists()
+
+
+@pytest.mark.parametrize("kind", list(BAD_TEXT))
+def test_a_bad_tool_card_or_prompt_is_a_config_error(tmp_path: Path, kind: str) -> None:
+    from agentiqa_cli.agent.prompts import load_prompt
+    from agentiqa_cli.tools.cards import load_card
+
+    for loader, name in ((load_card, "sharpness.yaml"), (load_prompt, "planner.yaml")):
+        p = tmp_path / name
+        p.write_bytes(BAD_TEXT[kind])
+        with pytest.raises(ConfigError, match=name.replace(".", r"\.")):
+            loader(p)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_tiers_from_a_fifo_or_dev_zero_is_a_config_error(tmp_path: Path) -> None:
+    from agentiqa_cli.evaluate.tiers import tiers_from_reference
+
+    os.mkfifo(tmp_path / "fifo.csv")
+    (tmp_path / "zero.csv").symlink_to("/dev/zero")
+    for name in ("fifo.csv", "zero.csv"):
+        with pytest.raises(ConfigError, match="not a regular file"):
+            tiers_from_reference(tmp_path / name)
+
+
+def test_the_reader_is_bounded_and_regular_only(tmp_path: Path) -> None:
+    p = tmp_path / "x.yaml"
+    p.write_bytes(b"a: 1\n")
+    assert load_yaml(p, "x") == {"a": 1}
+    with pytest.raises(ConfigError, match="over the 3-byte limit"):
+        read_bytes(p, "x", limit=3)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        read_bytes(Path("/dev/null"), "x")
+
+
+def test_a_deeply_nested_cell_in_a_results_csv_is_a_name_not_a_crash() -> None:
+    from agentiqa_cli.report.rows import parse_marks
+
+    marks = parse_marks("[" * 60_000)
+    assert isinstance(marks, list)
