@@ -12,8 +12,10 @@ import asyncio
 import json
 import math
 import random
+import sys
 import time
-from typing import Any, Literal
+from collections.abc import Awaitable
+from typing import Any, Literal, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
@@ -25,6 +27,7 @@ from agentiqa_cli.vlm.base import Message, VLMReply, VLMRequest
 from agentiqa_cli.vlm.images import ImageFormat, data_url
 
 SchemaField = Literal["response_format", "structured_outputs"]
+T = TypeVar("T")
 
 # Failures worth another attempt: the server may be starting, overloaded or restarting.
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -272,7 +275,7 @@ class OpenAIHTTPVLM:
         try:
             # httpx's timeout is per read: a server that trickles a byte a second would
             # never end. The deadline covers the whole attempt.
-            resp, content = await asyncio.wait_for(self._exchange(method, url, body), self.timeout)
+            resp, content = await _within(self.timeout, self._exchange(method, url, body))
         except _CONNECT_ERRORS as e:
             raise _Retryable("connect", _describe(e)) from None
         except (*_TIMEOUTS, asyncio.TimeoutError):
@@ -356,6 +359,16 @@ class OpenAIHTTPVLM:
             if secret:
                 text = text.replace(secret, "***")
         return text
+
+
+async def _within(seconds: float, aw: Awaitable[T]) -> T:
+    """``aw`` under a deadline (TimeoutError past it). ``asyncio.timeout`` where there is
+    one: before Python 3.12, ``wait_for`` can swallow a cancellation (Ctrl-C) that arrives
+    as the awaited call completes."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await aw
+    return await asyncio.wait_for(aw, seconds)
 
 
 def _schema_name(role: str) -> str:
