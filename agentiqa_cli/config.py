@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -114,6 +116,34 @@ def redact_url(url: str) -> str:
     if parts.username or parts.password:
         netloc = "***@" + netloc
     return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))
+
+
+# Credentials as they appear in text a server echoes back (an error page that quotes the
+# request, a log line): an Authorization scheme and its token, a key or token field, the
+# user:password of a URL, a query string's values.
+_CREDENTIALS = [
+    (re.compile(r"(?i)\b(basic|bearer|token|digest)(\s+)[A-Za-z0-9._~+/=-]{6,}"), r"\1\2***"),
+    (
+        re.compile(
+            r"(?i)\b((?:x-)?api[-_]?key|access[-_]?token|auth[-_]?token|password|passwd|secret)"
+            r"(\"?\s*[:=]\s*\"?)([^\s\"'&,;}]+)"
+        ),
+        r"\1\2***",
+    ),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@"), r"\1***@"),
+    (re.compile(r"([?&][^=&\s#\"']+)=([^&\s#\"']+)"), r"\1=***"),
+]
+
+
+def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each of ``secrets`` (exact strings: a key, a password, their encoded
+    forms) and anything shaped like a credential replaced by ``***``."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "***")
+    for pattern, repl in _CREDENTIALS:
+        text = pattern.sub(repl, text)
+    return text
 
 
 _ENV_ALIASES = {"AGENTIQA_VLM_URL": "vlm"}

@@ -9,6 +9,7 @@ vLLM ignores them silently, which would leave generation unconstrained.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import math
 import random
@@ -20,7 +21,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
-from agentiqa_cli.config import redact_url
+from agentiqa_cli.config import redact_text, redact_url
 from agentiqa_cli.errors import VLMError, VLMUnreachableError
 from agentiqa_cli.records import Usage
 from agentiqa_cli.vlm.base import Message, VLMReply, VLMRequest
@@ -54,9 +55,13 @@ def normalize_base_url(url: str) -> str:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The parts of a URL that are credentials: user, password and query values."""
+    """The parts of a URL that are credentials: user, password (also as the Basic
+    authorization httpx sends for them) and query values."""
     parts = urlsplit(url)
     found = [parts.username or "", parts.password or ""]
+    if parts.username or parts.password:
+        pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        found.append(base64.b64encode(pair.encode()).decode())
     for pair in parts.query.split("&"):
         raw = pair.partition("=")[2]
         found += [raw, unquote(raw)]
@@ -242,7 +247,7 @@ class OpenAIHTTPVLM:
             return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
         return VLMReply(
-            text=text,
+            text=self._without_secrets(text),
             tokens=tokens,
             top_logprobs=top,
             usage=Usage(
@@ -353,10 +358,16 @@ class OpenAIHTTPVLM:
         return urlunsplit(parts._replace(path=parts.path + path))
 
     def _redact(self, text: str) -> str:
-        """No key, password, user or query value in any message (servers echo them)."""
+        """No key, password, user or query value in any message (servers echo them), nor
+        anything shaped like a credential (an Authorization header, an api-key field)."""
         text = text.replace(self.base_url, self.shown_url)
+        return redact_text(text, [self._api_key or "", *self._secrets])
+
+    def _without_secrets(self, text: str) -> str:
+        """A reply's own text with our credentials (exact strings only) taken out: a
+        server may echo the request into it, and it reaches the CSV and the trace."""
         for secret in [self._api_key or "", *self._secrets]:
-            if secret:
+            if secret and secret in text:
                 text = text.replace(secret, "***")
         return text
 
