@@ -366,3 +366,35 @@ def test_generator_prompts_come_from_the_plan(tmp_path: Path) -> None:
     assert prompts[:2] == ["a dark alley", "a night market"] and len(prompts) == 3
     assert "low light" in prompts[2]  # topped up from the templates, stressing noise
     assert v.assessed == 3 and v.errors == 0
+
+
+def test_a_generator_that_leaves_a_child_holding_stderr_ends_when_it_exits(
+    tmp_path: Path,
+) -> None:
+    """Its exit ends the call: a background child that keeps stderr open (a server it
+    started) must not make every call time out though the image was written."""
+    import contextlib
+    import os
+    import signal
+    import time
+
+    script = tmp_path / "gen.py"
+    script.write_text(
+        "import subprocess, sys, pathlib\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        "with open(sys.argv[3], 'a') as f: print(child.pid, file=f)\n"
+        "pathlib.Path(sys.argv[1]).write_bytes(b'png')\n"
+        "print('last words', file=sys.stderr)\n"
+        "sys.exit(int(sys.argv[2]))\n"
+    )
+    pids = tmp_path / "children"
+    try:
+        for code, want in ((0, None), (3, "generator exited with 3: last words")):
+            gen = Generator.parse(f"{sys.executable} {script} {{out}} {code} {pids}", timeout=10)
+            t0 = time.monotonic()
+            assert asyncio.run(gen.run("p", tmp_path / "x.png", 0)) == want
+            assert time.monotonic() - t0 < 6
+    finally:
+        for pid in pids.read_text().split() if pids.exists() else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)  # the children this test started

@@ -184,3 +184,21 @@ def test_experience_build_out_is_guarded_before_any_work(
         assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
     os.link(victim, tmp_path / "hard.db")
     assert invoke(*build, "--out", tmp_path / "hard.db") == 2 and victim.read_bytes() == before
+
+
+def test_an_existing_out_with_cr_only_line_endings_is_understood(
+    tmp_path: Path, pics: Path
+) -> None:
+    """A lone CR ends a line (an old Mac editor's save): a foreign file so saved is exit 2
+    (it was an internal error, exit 4), a results CSV so saved is ours and resumes."""
+    notes = tmp_path / "notes.csv"
+    notes.write_bytes(b"name,comment\rfoo,bar\r")
+    assert invoke("score", pics, "-t", "sharpness", "-o", notes, "-q") == 2
+    assert notes.read_bytes() == b"name,comment\rfoo,bar\r"
+    out = tmp_path / "r.csv"
+    assert invoke("score", pics / "p0.png", "-t", "sharpness", "-o", out, "-q") == 0
+    out.write_bytes(out.read_bytes().replace(b"\n", b"\r"))
+    assert invoke("score", pics, "-t", "sharpness", "-o", out, "-q", "--resume") == 0
+    import pandas as pd
+
+    assert sorted(pd.read_csv(out)["image"]) == sorted(str(p) for p in pics.iterdir())

@@ -14,8 +14,10 @@ import contextlib
 import os
 import shlex
 import signal
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from agentiqa_cli.errors import ConfigError
 
@@ -57,22 +59,27 @@ class Generator:
         with contextlib.suppress(FileNotFoundError):
             out.unlink()  # a stale file must not pass for this call's image
         cmd = self.command(prompt, out, seed)
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *cmd,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # a timeout kills the generator's own children too
-            )
-        except OSError as e:
-            return f"generator could not start: {e.strerror or e} ({cmd[0]})"
-        try:
-            _, err = await asyncio.wait_for(proc.communicate(), self.timeout)
-        except asyncio.TimeoutError:
-            _kill_group(proc)
-            await proc.wait()
-            return f"generator timed out after {self.timeout:g} s"
+        # stderr goes to a file, not a pipe: the generator's exit ends the call, while a
+        # pipe's end comes only when every process holding it is gone (a server the
+        # generator left running in the background would make each call time out)
+        with tempfile.TemporaryFile() as stderr:
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *cmd,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=stderr,
+                    start_new_session=True,  # a timeout kills the generator's children too
+                )
+            except OSError as e:
+                return f"generator could not start: {e.strerror or e} ({cmd[0]})"
+            try:
+                await asyncio.wait_for(proc.wait(), self.timeout)
+            except asyncio.TimeoutError:
+                _kill_group(proc)
+                await proc.wait()
+                return f"generator timed out after {self.timeout:g} s"
+            err = _tail(stderr)
         if proc.returncode != 0:
             tail = err.decode("utf-8", "replace").strip().splitlines()
             last = tail[-1][:STDERR_TAIL] if tail else "no message"
@@ -80,6 +87,13 @@ class Generator:
         if not out.is_file() or out.stat().st_size == 0:
             return f"generator wrote no image at {out}"
         return None
+
+
+def _tail(f: IO[bytes], keep: int = 64 * 1024) -> bytes:
+    """The last ``keep`` bytes written to ``f`` (its last line is what is shown)."""
+    size = f.seek(0, os.SEEK_END)
+    f.seek(max(0, size - keep))
+    return f.read()
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:

@@ -55,7 +55,8 @@ def _first_line(path: Path) -> str | None:
             head = f.read(_SNIFF)
     except OSError:
         return None
-    line = head.split(b"\n", 1)[0].rstrip(b"\r").removeprefix(b"\xef\xbb\xbf")
+    # any line ending: LF, CRLF, or a lone CR (an old Mac editor's save)
+    line = re.split(rb"\r\n|\r|\n", head, maxsplit=1)[0].removeprefix(b"\xef\xbb\xbf")
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError:
@@ -69,7 +70,10 @@ def is_results_file(path: Path) -> bool:
         return False
     if line == "":
         return path.stat().st_size == 0
-    header = next(csv.reader([line]), [])
+    try:
+        header = next(csv.reader([line]), [])
+    except csv.Error:  # not a CSV header at all
+        return False
     return header[: len(BASE_COLUMNS)] == BASE_COLUMNS
 
 
