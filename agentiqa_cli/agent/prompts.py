@@ -54,6 +54,12 @@ from agentiqa_cli.agent.schemas import (
     expand_schema,
     string_limits,
 )
+from agentiqa_cli.agent.template_bounds import (
+    BoundedSandbox,
+    bounded_range,
+    render_bounded,
+    unsafe_formats,
+)
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.read import decode, parse_yaml, read_bytes, read_text
 from agentiqa_cli.resources import default_prompts_dir
@@ -113,7 +119,7 @@ def fragment_folders(prompts_dir: Path | None = None) -> list[Path]:
 def make_env(fragments: Sequence[Path] = ()) -> SandboxedEnvironment:
     # Sandboxed: a template can read the variables it is given but cannot reach Python
     # internals. StrictUndefined: a misspelt or missing variable is an error, not "".
-    env = SandboxedEnvironment(
+    env = BoundedSandbox(  # also bounded in time and size (template_bounds)
         loader=FragmentLoader(fragments or fragment_folders()),
         undefined=StrictUndefined,
         autoescape=False,
@@ -124,6 +130,7 @@ def make_env(fragments: Sequence[Path] = ()) -> SandboxedEnvironment:
     )
     env.globals.update({k: list(v) for k, v in BUILTIN_VALUES.items()})
     env.globals["option_letters"] = OPTION_LETTERS
+    env.globals["range"] = bounded_range
     # the reply models' string limits, so a prompt quotes the limit the decoder enforces
     env.globals["limits"] = string_limits(REPLY_SCHEMAS.values())
     env.filters["json"] = _to_json
@@ -276,6 +283,12 @@ class PromptSpec(BaseModel):
                 f"unsafe template: it reaches for internal attribute(s) {', '.join(unsafe)}, "
                 "which the sandbox refuses when rendering"
             )
+        formats = unsafe_formats([ast, *fragments.values()])
+        if formats:
+            raise ValueError(
+                f"unsafe template: str.format with {', '.join(formats)} (attribute or item "
+                "access in a format string is refused; use Jinja expressions instead)"
+            )
         return v
 
     @model_validator(mode="after")
@@ -357,7 +370,8 @@ class PromptSpec(BaseModel):
         texts: dict[str, str] = {}
         for part, template in self._templates.items():
             try:
-                texts[part] = _BLANK_RUNS.sub("\n\n", template.render(context)).strip()
+                text = render_bounded(template.generate(context))
+                texts[part] = _BLANK_RUNS.sub("\n\n", text).strip()
             except SecurityError as e:
                 raise ConfigError(f"prompt {self.name!r} {part}: unsafe template: {e}") from e
             except UndefinedError as e:
