@@ -202,3 +202,19 @@ def test_an_existing_out_with_cr_only_line_endings_is_understood(
     import pandas as pd
 
     assert sorted(pd.read_csv(out)["image"]) == sorted(str(p) for p in pics.iterdir())
+
+
+def test_resume_refuses_a_stray_quote_in_the_last_record(tmp_path: Path) -> None:
+    """A cut write is a prefix of a record: it can only end inside a quoted cell. A quote
+    error on the last line is damage, not a cut: dropping that record loses a row."""
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, COLS) as w:
+        for i in range(2):
+            w.write(Result(image=f"p{i}.png", key=f"k{i}", answer='a "b"\nc'))
+    lines = out.read_bytes().splitlines(keepends=True)
+    lines[-1] = b'"' + lines[-1]  # the last record's continuation line
+    out.write_bytes(b"".join(lines))
+    before = out.read_bytes()
+    with pytest.raises(ConfigError, match="cannot resume"):
+        ResultsWriter(out, COLS, resume=True)
+    assert out.read_bytes() == before

@@ -233,7 +233,9 @@ def read_records(data: bytes, where: str) -> tuple[list[list[str]], int]:
                 raise refuse(f"record {reader.line_num} holds NUL bytes")
             records.append((row, consumed))
     except csv.Error as e:
-        if consumed < len(data):
+        # a cut write is a prefix of a valid record: it can only run out inside a quoted
+        # cell; any other error, on the last line too, is damage (a stray quote)
+        if consumed < len(data) or "unexpected end of data" not in str(e):
             raise refuse(f"line {reader.line_num}: {e}") from None
     except UnicodeDecodeError:
         raise refuse(f"line {reader.line_num + 1} is not UTF-8") from None
