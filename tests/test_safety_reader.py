@@ -106,3 +106,26 @@ def test_a_deeply_nested_cell_in_a_results_csv_is_a_name_not_a_crash() -> None:
 
     marks = parse_marks("[" * 60_000)
     assert isinstance(marks, list)
+
+
+def test_report_measures_a_huge_non_image_without_reading_it_into_memory(tmp_path: Path) -> None:
+    import hashlib
+    import tracemalloc
+
+    from agentiqa_cli.report.facts import measure
+
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.write(b"not an image at all\n")
+        f.truncate(300 * 1024 * 1024)  # sparse: costs no disk
+    tracemalloc.start()
+    try:
+        facts = measure(big)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert facts.error and "not a readable image" in facts.error
+    assert peak < 32 * 1024 * 1024, peak  # it read 300 MB whole before
+    photo = save_rgb(tmp_path / "p.png", natural_like(48, 64))
+    ok = measure(photo)
+    assert not ok.error and ok.sha256 == hashlib.sha256(photo.read_bytes()).hexdigest()

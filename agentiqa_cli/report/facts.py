@@ -13,6 +13,7 @@ import io
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import imagehash
 import numpy as np
@@ -86,15 +87,30 @@ def measure(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> ImageFacts:
         return ImageFacts(path, error=f"{shown}: file not found")
     try:  # regular files only, bounded by size: a FIFO or /dev/zero never hangs the report
         with open_regular(path, max_file_bytes(max_pixels)) as f:
-            data = f.read()
+            # decoded from the file, not from a copy of it in memory: a 700 MB file that
+            # is no image costs its header's read, an image its decoded pixels
+            facts = _decoded(path, f, max_pixels)
+            if isinstance(facts, ImageFacts):
+                return facts
+            rgb_im, w, h = facts
+            f.seek(0)
+            digest = hashlib.sha256()
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
     except ImageError as e:
         return ImageFacts(path, error=str(e))
     except OSError as e:
         return ImageFacts(path, error=f"{shown}: cannot read: {e.strerror or e}")
+    return _facts(path, rgb_im, w, h, digest.hexdigest())
+
+
+def _decoded(path: Path, f: BinaryIO, max_pixels: int) -> ImageFacts | tuple[Image.Image, int, int]:
+    """The upright RGB image and its size as stored upright, or facts saying why not."""
+    shown = display_path(path)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as im:
+            with Image.open(f) as im:
                 w, h = im.size
                 if w * h > max_pixels:
                     return ImageFacts(path, error=f"{shown}: {w}×{h} exceeds the pixel limit")
@@ -110,6 +126,10 @@ def measure(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> ImageFacts:
         return ImageFacts(path, error=f"{shown}: not a readable image")
     except (OSError, SyntaxError, ValueError, EOFError) as e:
         return ImageFacts(path, error=f"{shown}: corrupt or truncated image ({e})")
+    return rgb_im, w, h
+
+
+def _facts(path: Path, rgb_im: Image.Image, w: int, h: int, sha256: str) -> ImageFacts:
     work = rgb_im.copy()
     work.thumbnail((WORK_SIDE, WORK_SIDE), Image.Resampling.BILINEAR)
     arr = np.asarray(work)
@@ -118,7 +138,7 @@ def measure(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> ImageFacts:
     spread = arr.max(axis=2).astype(np.int16) - arr.min(axis=2).astype(np.int16)
     return ImageFacts(
         path,
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=sha256,
         width=w,
         height=h,
         bright_p5=p5,
