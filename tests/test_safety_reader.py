@@ -129,3 +129,34 @@ def test_report_measures_a_huge_non_image_without_reading_it_into_memory(tmp_pat
     photo = save_rgb(tmp_path / "p.png", natural_like(48, 64))
     ok = measure(photo)
     assert not ok.error and ok.sha256 == hashlib.sha256(photo.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("arg", ["locked/a.png", "locked/*.png"])
+def test_an_input_in_a_folder_that_cannot_be_searched_is_a_row_not_a_dead_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arg: str
+) -> None:
+    """Without search permission on its folder, stat fails with EACCES, which Path.is_dir
+    and Path.exists raise (the whole run died, exit 4, before any work). Root ignores
+    permissions, so the refusal is simulated at the stat calls."""
+    import pandas as pd
+
+    from tests.test_cli_score import invoke
+
+    save_rgb(tmp_path / "locked" / "a.png", natural_like(48, 48))
+    save_rgb(tmp_path / "b.png", natural_like(48, 48, seed=1))
+    real_stat, real_lstat = os.stat, os.lstat
+
+    def deny(real):  # type: ignore[no-untyped-def]
+        def stat(path, *a, **k):  # type: ignore[no-untyped-def]
+            if "locked" in str(path) and str(path).rstrip("/") != "locked":
+                raise PermissionError(13, "Permission denied", str(path))
+            return real(path, *a, **k)
+
+        return stat
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(os, "stat", deny(real_stat))
+    monkeypatch.setattr(os, "lstat", deny(real_lstat))
+    code, _ = invoke("score", arg, "b.png", "-t", "sharpness", "-o", "r.csv", "-q")
+    assert code in (0, 3), code
+    assert "b.png" in pd.read_csv(tmp_path / "r.csv")["image"].tolist()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,9 +100,30 @@ def _walk(folder: Path, recursive: bool) -> list[Path]:
     return found + unreadable
 
 
+def _is_dir(path: Path) -> bool:
+    """``Path.is_dir``, but False where a folder on the way may not be searched (there,
+    ``Path.is_dir`` raises PermissionError)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _present(path: Path) -> bool:
+    """There (a dangling link too), or not reachable for permissions: either way one
+    input, whose row says why it cannot be read."""
+    try:
+        os.lstat(path)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 def _unlisted(path: Path) -> str:
     """Why a folder found by a recursive walk could not be listed ("" for files)."""
-    if not path.is_dir():
+    if not _is_dir(path):
         return ""
     try:
         with os.scandir(path):
@@ -195,10 +217,10 @@ def discover(
 
     for raw in paths:
         p = Path(raw)
-        if p.is_dir():
+        if _is_dir(p):
             for f in _walk(p, recursive):
                 add(f, p)
-        elif p.exists() or p.is_symlink():
+        elif _present(p):
             add(p, p.parent)
         else:
             matches = sorted(glob.glob(raw, recursive=recursive))
@@ -218,7 +240,7 @@ def discover(
             root = _fixed_prefix(raw)
             for m in matches:
                 mp = Path(m)
-                if mp.is_dir() and not _unlisted(mp):
+                if _is_dir(mp) and not _unlisted(mp):
                     for f in _walk(mp, recursive):
                         add(f, mp)
                 else:
