@@ -22,8 +22,8 @@ import contextlib
 import csv
 import os
 import re
+import secrets
 import stat
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,11 +173,11 @@ def whole_file(path: Path, mode: str = "w", **kw: object) -> Iterator[IO[str]]:
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists() and not target.is_file():  # a device or a pipe: never replaced
         raise ConfigError(f"{display_path(path)}: not a regular file; refusing to replace it")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = _new_beside(target)  # created 0o666 less the umask, as open() would
     try:
         with contextlib.suppress(OSError):
-            old = target.exists()
-            os.fchmod(fd, stat.S_IMODE(target.stat().st_mode) if old else 0o666 & ~_umask())
+            if target.exists():  # a replaced file keeps its mode
+                os.fchmod(fd, stat.S_IMODE(target.stat().st_mode))
         with open(fd, mode, **kw) as f:  # type: ignore[call-overload]
             yield f
             f.flush()
@@ -198,10 +198,14 @@ def write_whole(path: Path, data: str | bytes) -> None:
             fb.write(data)  # type: ignore[arg-type]
 
 
-def _umask() -> int:
-    old = os.umask(0)
-    os.umask(old)
-    return old
+def _new_beside(target: Path) -> tuple[int, str]:
+    """A new, hidden temporary file in ``target``'s folder: (descriptor, name)."""
+    while True:
+        tmp = str(target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp"))
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
 
 
 def _check_writable(path: Path, what: str) -> None:
