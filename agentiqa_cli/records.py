@@ -143,8 +143,13 @@ class Box(BaseModel):
         return [round(v, digits) for v in (self.x1, self.y1, self.x2, self.y2)]
 
     def cell(self) -> str:
-        """``x1,y1,x2,y2`` with 3 decimals, for a CSV cell or an operation token."""
-        return ",".join(f"{v:.3f}" for v in (self.x1, self.y1, self.x2, self.y2))
+        """``x1,y1,x2,y2`` for a CSV cell or an operation token: 3 decimals when they are
+        the value, else every digit (``repr``), so the cell always reads back as this box:
+        rounded, an off-grid box could lose its area or cover other pixels."""
+        return ",".join(
+            f"{v:.3f}" if round(v, 3) == v else repr(float(v))
+            for v in (self.x1, self.y1, self.x2, self.y2)
+        )
 
 
 class PlanSwitches(Record):

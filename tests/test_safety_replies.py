@@ -249,3 +249,20 @@ def test_the_trace_keeps_a_bounded_prefix_of_a_huge_reply_with_its_hash_and_leng
     assert len(rec.model_dump_json()) < TRACED_TEXT + 1000
     small = ReplyRecord.bounded("short", model="m")
     assert small.text == "short" and small.text_length is None
+
+
+@pytest.mark.parametrize(
+    "box",
+    [(0.0001, 0.2, 0.0004, 0.7), (0.12345, 0.5, 0.12349, 0.50001), (0.25, 0.0, 0.5, 0.125)],
+)
+def test_a_box_cell_reads_back_as_the_same_box(box: tuple[float, float, float, float]) -> None:
+    """fixes.csv's crop/fill boxes reproduce the image: an off-grid box was written with 3
+    decimals, as a zero-area box or one covering other pixels."""
+    from agentiqa_cli.records import Box
+
+    b = Box(x1=box[0], y1=box[1], x2=box[2], y2=box[3])
+    x1, y1, x2, y2 = (float(v) for v in b.cell().split(","))
+    back = Box(x1=x1, y1=y1, x2=x2, y2=y2)
+    assert back == b and back.pixels(4000, 3000) == b.pixels(4000, 3000)
+    if box == (0.25, 0.0, 0.5, 0.125):
+        assert b.cell() == "0.250,0.000,0.500,0.125"  # on the grid: as before
