@@ -13,6 +13,7 @@ import numpy as np
 
 from agentiqa_cli.bench.metrics import apply_fit
 from agentiqa_cli.bench.mos import MosReport
+from agentiqa_cli.io.guard import whole_file
 
 
 def _fmt(v: float | None) -> str:
@@ -54,5 +55,6 @@ def plot_scatter(report: MosReport, path: Path, group: str = "overall") -> Path:
     fig.suptitle(f"{report.dataset} — {group}", fontsize=10)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, format="png")
+    with whole_file(path, "wb") as f:  # renamed into place once complete
+        fig.savefig(f, format="png")
     return path
