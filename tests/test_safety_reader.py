@@ -160,3 +160,22 @@ def test_an_input_in_a_folder_that_cannot_be_searched_is_a_row_not_a_dead_run(
     code, _ = invoke("score", arg, "b.png", "-t", "sharpness", "-o", "r.csv", "-q")
     assert code in (0, 3), code
     assert "b.png" in pd.read_csv(tmp_path / "r.csv")["image"].tolist()
+
+
+@pytest.mark.parametrize("column", ["wins", "ties"])
+def test_a_pool_holding_a_deeply_nested_cell_is_refused_not_a_crash(
+    tmp_path: Path, column: str
+) -> None:
+    import sqlite3
+
+    from agentiqa_cli.experience.pool import read_pool, write_pool
+    from tests.test_experience_pool import meta, records
+
+    path = tmp_path / "p.db"
+    write_pool(path, meta(), records(3))
+    con = sqlite3.connect(path)
+    with con:
+        con.execute(f"UPDATE records SET {column} = ?", ("[" * 60_000,))
+    con.close()
+    with pytest.raises(ConfigError, match="experience pool"):
+        read_pool(path)
