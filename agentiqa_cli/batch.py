@@ -7,12 +7,15 @@ content-hash keys for resume, error rows for bad inputs, and writing rows as the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+
+from PIL import Image
 
 from agentiqa_cli.errors import AgentIQAError, ImageError, OutputWriteError
 from agentiqa_cli.imaging.discover import Job
@@ -22,6 +25,7 @@ from agentiqa_cli.imaging.load import (
     file_sha256,
     load_image,
     max_file_bytes,
+    open_regular,
 )
 from agentiqa_cli.io.results import ResultsWriter
 from agentiqa_cli.io.trace import NO_TRACE, ImageTrace, TraceWriter
@@ -178,6 +182,50 @@ class BatchSummary:
 
 Process = Callable[[Pair], Awaitable[Result]]
 
+# An image in flight costs its decoded float32 RGB (12 bytes a pixel) several times over:
+# the tools' working copies, crops, a resized view for the VLM.
+BYTES_PER_PIXEL_IN_FLIGHT = 48
+MEMORY_BUDGET = 2 * 1024**3  # bytes of images in flight; an image over it runs alone
+
+
+def job_bytes(job: Job, max_pixels: int) -> int:
+    """What decoding and processing ``job`` costs in memory, from the image headers (0 when
+    a header cannot be read: decoding will give the error row)."""
+    total = 0
+    for path in (job.image, job.reference):
+        if path is None:
+            continue
+        try:
+            with open_regular(path, max_file_bytes(max_pixels)) as f, Image.open(f) as im:
+                w, h = im.size
+        except Exception:
+            continue
+        total += min(w * h, max_pixels) * BYTES_PER_PIXEL_IN_FLIGHT
+    return total
+
+
+class MemoryBudget:
+    """Bytes held by the images in flight. ``hold(cost)`` waits until ``cost`` fits in
+    what is left; a cost over the whole budget waits for an empty budget and runs alone."""
+
+    def __init__(self, total: int):
+        self.total = max(1, total)
+        self.used = 0
+        self._changed = asyncio.Condition()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, cost: int) -> AsyncIterator[None]:
+        cost = min(max(0, cost), self.total)
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.used + cost <= self.total)
+            self.used += cost
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self.used -= cost
+                self._changed.notify_all()
+
 
 async def run_batch(
     jobs: Iterable[Job],
@@ -191,14 +239,20 @@ async def run_batch(
     on_result: Callable[[Result], None] | None = None,
     on_skip: Callable[[Job], None] | None = None,
     done: Callable[[str, str], bool] | None = None,
+    memory_budget: int = MEMORY_BUDGET,
 ) -> BatchSummary:
     """Process every job with at most ``concurrency`` in flight; rows are written as they finish.
+
+    Images in flight also share ``memory_budget`` bytes (``job_bytes`` each): a folder of
+    100 MP images is processed one at a time whatever the concurrency, small ones as many
+    at once as it allows.
 
     Only inputs whose row is already in the output (``--resume``: same path, same key)
     are skipped: two files with the same bytes each get their row, in one run or resumed.
     ``done`` answers that instead of ``writer`` where there is none (a Ray worker).
     """
     summary = BatchSummary()
+    budget = MemoryBudget(memory_budget)
     if done is None and writer is not None:
         done = writer.is_done
     queue: asyncio.Queue[Job] = asyncio.Queue()
@@ -224,15 +278,18 @@ async def run_batch(
         keyed: list[str] = []
         usage = Usage()  # calls made before a failure still count on the error row
         try:
-            opened = await asyncio.to_thread(open_job, job, keyed)
-            if opened is None:
-                summary.skipped += 1
-                if on_skip:
-                    on_skip(job)
-                return
-            image, ref = opened
-            pair = Pair(job, image, ref, keyed[0], trace.bind(job.name, keyed[0]), usage)
-            result = await process(pair)
+            cost = await asyncio.to_thread(job_bytes, job, decoder.max_pixels)
+            async with budget.hold(cost):  # large images take turns, small ones share
+                opened = await asyncio.to_thread(open_job, job, keyed)
+                if opened is None:
+                    summary.skipped += 1
+                    if on_skip:
+                        on_skip(job)
+                    return
+                image, ref = opened
+                pair = Pair(job, image, ref, keyed[0], trace.bind(job.name, keyed[0]), usage)
+                result = await process(pair)
+                del pair, image, ref, opened  # the pixels go before the next image comes
         except OutputWriteError:
             raise  # the disk is full: stop, the rows so far are complete
         except AgentIQAError as e:
