@@ -146,7 +146,7 @@ def test_resume_property_on_seeded_histories(seed: int) -> None:
 
 def test_resume_property_with_hypothesis() -> None:
     hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed")
-    st = hypothesis.strategies
+    st = pytest.importorskip("hypothesis.strategies")
     op = st.one_of(
         st.builds(Run, st.integers(0, 3), st.sampled_from([0, 1, 5, 17, 40, 200])),
         st.builds(Resave, st.sampled_from(RESAVES)),
