@@ -7,12 +7,11 @@ content-hash keys for resume, error rows for bad inputs, and writing rows as the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from PIL import Image
@@ -205,26 +204,36 @@ def job_bytes(job: Job, max_pixels: int) -> int:
 
 
 class MemoryBudget:
-    """Bytes held by the images in flight. ``hold(cost)`` waits until ``cost`` fits in
-    what is left; a cost over the whole budget waits for an empty budget and runs alone."""
+    """Bytes held by the images in flight. ``try_take`` (from any thread) reserves a cost
+    if it fits in what is left; ``take`` waits until it does. A cost over the whole budget
+    fits only an empty one: such an image runs alone."""
 
     def __init__(self, total: int):
         self.total = max(1, total)
         self.used = 0
-        self._changed = asyncio.Condition()
+        self._lock = threading.Lock()
+        self._released = asyncio.Condition()
 
-    @contextlib.asynccontextmanager
-    async def hold(self, cost: int) -> AsyncIterator[None]:
-        cost = min(max(0, cost), self.total)
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.used + cost <= self.total)
+    def try_take(self, cost: int) -> bool:
+        cost = self._clip(cost)
+        with self._lock:
+            if self.used + cost > self.total:
+                return False
             self.used += cost
-        try:
-            yield
-        finally:
-            async with self._changed:
-                self.used -= cost
-                self._changed.notify_all()
+            return True
+
+    async def take(self, cost: int) -> None:
+        async with self._released:
+            await self._released.wait_for(lambda: self.try_take(cost))
+
+    async def release(self, cost: int) -> None:
+        with self._lock:
+            self.used -= self._clip(cost)
+        async with self._released:
+            self._released.notify_all()
+
+    def _clip(self, cost: int) -> int:
+        return min(max(0, cost), self.total)
 
 
 async def run_batch(
@@ -260,13 +269,27 @@ async def run_batch(
         queue.put_nowait(j)
     t_start = time.perf_counter()
 
-    def open_job(job: Job, keyed: list[str]) -> tuple[LoadedImage, LoadedImage | None] | None:
+    def open_job(
+        job: Job, keyed: list[str], held: list[int]
+    ) -> tuple[LoadedImage, LoadedImage | None] | tuple[int, list[str]] | None:
         """In a worker thread, one hand-off per image: the job's key (into ``keyed``, for
-        its error row), then its decoded image and reference, or None when its row is done."""
+        its error row), then its decoded image and reference, or None when its row is done.
+        An image whose memory (``job_bytes``) does not fit in what the budget has left is
+        not decoded: its cost (and content hashes) are returned, for ``one`` to wait for
+        room; small images never wait, so they keep to one hand-off."""
         hashes = content_hashes(job, max_file_bytes(decoder.max_pixels))
         keyed.append(job_key(job, fingerprint, hashes))
         if done is not None and done(job.name, keyed[0]):
             return None
+        cost = job_bytes(job, decoder.max_pixels)
+        if not budget.try_take(cost):
+            return cost, hashes
+        held.append(cost)
+        return decode(job, keyed, hashes)
+
+    def decode(
+        job: Job, keyed: list[str], hashes: list[str]
+    ) -> tuple[LoadedImage, LoadedImage | None]:
         image, ref = decoder.decode(job)
         decoded = [image.sha256] + ([ref.sha256] if ref is not None else [])
         if decoded != hashes:  # the file changed between hashing and decoding
@@ -276,20 +299,24 @@ async def run_batch(
     async def one(job: Job) -> None:
         t0 = time.perf_counter()
         keyed: list[str] = []
+        held: list[int] = []  # memory this image holds in the budget
         usage = Usage()  # calls made before a failure still count on the error row
         try:
-            cost = await asyncio.to_thread(job_bytes, job, decoder.max_pixels)
-            async with budget.hold(cost):  # large images take turns, small ones share
-                opened = await asyncio.to_thread(open_job, job, keyed)
-                if opened is None:
-                    summary.skipped += 1
-                    if on_skip:
-                        on_skip(job)
-                    return
-                image, ref = opened
-                pair = Pair(job, image, ref, keyed[0], trace.bind(job.name, keyed[0]), usage)
-                result = await process(pair)
-                del pair, image, ref, opened  # the pixels go before the next image comes
+            opened = await asyncio.to_thread(open_job, job, keyed, held)
+            if opened is not None and isinstance(opened[0], int):  # no room yet: wait
+                cost, hashes = opened
+                await budget.take(cost)
+                held.append(cost)
+                opened = await asyncio.to_thread(decode, job, keyed, hashes)
+            if opened is None:
+                summary.skipped += 1
+                if on_skip:
+                    on_skip(job)
+                return
+            image, ref = opened
+            pair = Pair(job, image, ref, keyed[0], trace.bind(job.name, keyed[0]), usage)
+            result = await process(pair)
+            del pair, image, ref, opened  # the pixels go before the next image comes
         except OutputWriteError:
             raise  # the disk is full: stop, the rows so far are complete
         except AgentIQAError as e:
@@ -305,6 +332,9 @@ async def run_batch(
             )
             result.transient = True
             result.usage = usage
+        finally:
+            for cost in held:
+                await budget.release(cost)
         if result.status == "error":
             trace.bind(job.name, result.key).emit("error", note=result.error)
         result.seconds = time.perf_counter() - t0
