@@ -344,8 +344,9 @@ class Agent:
         original find local artefacts the global view misses. With the rules backend (or
         when the VLM fails and ``--vlm-fallback rules`` is set) the rules version runs."""
         width, height = pair.image.size
+        rules_only = self.ask.vlm.name == "rules"
         if plan.query_type != "IQA" or not should_zoom(
-            self.opt.zoom, width, height, self.opt.pixel_budget
+            self.opt.zoom, width, height, self.opt.pixel_budget, full_resolution=rules_only
         ):
             return None
 
@@ -357,7 +358,7 @@ class Agent:
             return probe_rules(pair.image, self.cards, emit, turns=self.opt.zoom_turns,
                                pixel_budget=self.opt.pixel_budget, readings=readings)  # fmt: skip
 
-        if self.ask.vlm.name == "rules":
+        if rules_only:
             return await asyncio.to_thread(rules)
         prober = Prober(self.ask, usage, pair.trace, self.opt.query, evidence)
         try:
