@@ -6,6 +6,7 @@ CSV rows and JSONL trace lines are produced from these models and nothing else.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
@@ -47,6 +48,18 @@ Status = Literal["ok", "error"]
 def level_of(score: float) -> Level:
     """The level whose integer score is nearest (1 bad … 5 excellent)."""
     return LEVELS[min(4, max(0, math.floor(score + 0.5) - 1))]
+
+
+_LEVEL_WORDS = re.compile(rf"^({'|'.join(LEVELS)}) quality\b", re.IGNORECASE)
+
+
+def answer_at_level(answer: str, level: str) -> str:
+    """``answer`` with a leading "<level> quality" set to the row's ``level``, so the words
+    a user reads match the row's level when the score moved after the answer was written
+    (a probe's penalties, the findings' cap). Other answers are kept as written."""
+    if not level:
+        return answer
+    return _LEVEL_WORDS.sub(f"{level.capitalize()} quality", answer, count=1)
 
 
 @dataclass(frozen=True)

@@ -50,17 +50,18 @@ from PIL import Image
 
 from agentiqa_cli.batch import Process
 from agentiqa_cli.bench.builtin_fit import TARGETS, Reading, fit_detector, read_items
+from agentiqa_cli.bench.camera import size_series
 from agentiqa_cli.bench.goals import goals, judged_clean, passes_gate, recall_goals
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.realset import load_records
 from agentiqa_cli.bench.runs import Bench
-from agentiqa_cli.bench.synth import CHECK_KINDS, PHOTOS, generate, sample_photos
+from agentiqa_cli.bench.synth import CHECK_KINDS, PHOTOS, SynthItem, generate, sample_photos
 from agentiqa_cli.bench.synth_eval import MODERATE_OR_WORSE, SynthRow, evaluate_synth, load_manifest
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import AgentIQAError
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.records import Result
+from agentiqa_cli.records import LEVELS, Result
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.scoring import fuse_tools
@@ -268,16 +269,20 @@ def realset_main(argv: list[str]) -> int:
     )
     ap.add_argument(
         "--series",
-        default="lossless,camera",
-        help="which series to measure: lossless (PNG), camera (damage, then a camera JPEG)",
+        default="lossless,camera,size",
+        help="which series to measure: lossless (PNG), camera (damage, then a camera JPEG), "
+        "size (camera clean and level 3 at 1/2x, 1x, 2x)",
     )
     args = ap.parse_args(argv)
     series = {s for s in args.series.split(",") if s}
-    if "camera" in series and (args.realset / "camera" / "manifest.csv").exists():
-        camera_main(args.realset, _code_digest())
-    elif "camera" in series:
+    has_camera = (args.realset / "camera" / "manifest.csv").exists()
+    if series & {"camera", "size"} and not has_camera:
         print("quality: no camera series in the realset (make realset)", file=sys.stderr)
         return 2
+    if "camera" in series:
+        camera_main(args.realset, _code_digest())
+    if "size" in series:
+        size_main(args.realset, _code_digest())
     if "lossless" not in series:
         return 0
     try:
@@ -512,6 +517,57 @@ def camera_main(realset: Path, digest: str) -> None:
                 f"{f.category}:{f.severity}" for f in r.distortions if f.severity != "none"
             )
             print(f"  clean {label} judged damaged: {Path(r.image).name} {r.score or 0:.2f} {fs}")
+
+
+def size_main(realset: Path, digest: str) -> None:
+    """The same photo at ½×, 1× and 2× (bench.camera.size_series): clean camera JPEGs and
+    level 3 of every camera kind, every third held-out photo; level agreement and |Δscore|
+    of ``assess`` against the 1× row, and whether each row's answer words match its level."""
+    rows = load_manifest(realset / "camera" / "manifest.csv")
+    photos = sorted({r.content for r in rows})[::3]
+    base = [
+        SynthItem(r.image, r.reference or r.image, r.kind, r.level)
+        for r in rows
+        if r.content in photos and (r.level == 3 or r.kind == "clean")
+    ]
+    copies = size_series(base, realset / "camera_size")
+    cache = realset / "quality"
+
+    async def run_all() -> tuple[list[Result], list[Result]]:
+        one = await _run_method("assess", [b.path for b in base], cache, digest)
+        other = await _run_method("assess", [p for _, _, p in copies], cache, digest)
+        return one, other
+
+    one, other = asyncio.run(run_all())
+    at_1x = {b.path: r for b, r in zip(base, one, strict=True)}
+    deltas, agree, worded = [], [], []
+    by_factor: dict[float, list[float]] = {}
+    for (it, f, _), r in zip(copies, other, strict=True):
+        r1 = at_1x[it.path]
+        for row in (r, r1):
+            worded.append(row.answer.lower().startswith(f"{row.level} quality"))
+        if r.score is None or r1.score is None:
+            continue
+        d = abs(r.score - r1.score)
+        deltas.append(d)
+        by_factor.setdefault(f, []).append(d)
+        agree.append(abs(LEVELS.index(r.level) - LEVELS.index(r1.level)) <= 1)  # type: ignore[arg-type]
+        if d > 0.75:
+            print(f"  size: {it.path.name} at {f:g}x {r.score:.2f} vs {r1.score:.2f} at 1x")
+    print(
+        f"\n== size: {len(base)} camera images ({len(photos)} photos, clean + level 3 of each "
+        f"kind) at 1/2x and 2x against 1x (assess)"
+    )
+    print(f"{'size goal':42s} {'value':>8s} {'target':>8s}  met")
+    table = [
+        ("level within one of 1x", sum(agree) / max(1, len(agree)), 1.0, True),
+        ("mean |score - score at 1x|", float(np.mean(deltas)), 0.25, False),
+        ("answer words match the row's level", sum(worded) / max(1, len(worded)), 1.0, True),
+    ]
+    for name, v, t, up in table:
+        print(f"{name:42s} {v:8.3f} {t:8.2f}  {'yes' if (v >= t if up else v <= t) else 'NO'}")
+    for f, ds in sorted(by_factor.items()):
+        print(f"  at {f:g}x: mean |delta| {np.mean(ds):.3f}, worst {max(ds):.2f}")
 
 
 def main() -> int:

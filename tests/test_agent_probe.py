@@ -49,6 +49,9 @@ def test_zoom_finds_a_local_mosaic_the_global_view_misses(
     local = [d for d in on["distortions"] if d["scope"].startswith("crop")]
     assert local, on["distortions"]
     assert on["score"] < off["score"]
+    # the probe's penalty moved the score after the answer was written: the words follow it
+    for row in (off, on, clean):
+        assert row["answer"].lower().startswith(f"{row['level']} quality"), row
     assert not [d for d in clean["distortions"] if d["scope"].startswith("crop")]
     assert clean["score"] > on["score"]
     # 2048² is above 4× the default pixel budget, but the rules backend reads every pixel

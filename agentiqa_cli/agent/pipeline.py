@@ -50,6 +50,7 @@ from agentiqa_cli.records import (
     ToolScore,
     Track,
     Usage,
+    answer_at_level,
     level_of,
 )
 from agentiqa_cli.scoring import fusable, fuse_tools
@@ -269,7 +270,7 @@ class Agent:
         result.score = score
         # no score, no level: the summarizer's stated level alone is not a measurement
         result.level = level_of(score) if score is not None else ""
-        result.answer = summary.answer
+        result.answer = answer_at_level(summary.answer, result.level)
         result.distortions = [f for f in findings if f.severity != "none"]
         result.tools = scores
         result.usage = usage

@@ -256,3 +256,27 @@ def generate_camera(
                 items.append(SynthItem(path, clean, kind, level))
     write_manifest(items, out_dir / "manifest.csv")
     return items
+
+
+SIZE_FACTORS = (0.5, 2.0)
+SIZE_QUALITY = 90
+
+
+def size_series(items: Sequence[SynthItem], out_dir: Path) -> list[tuple[SynthItem, float, Path]]:
+    """Each item also at ½× (Lanczos) and 2× (bicubic), re-saved as JPEG q90, as a user who
+    resized a photo would have it: (item, factor, path) per copy, written once into
+    ``out_dir``. The judgement should not depend on which of them it is given."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for it in items:
+        for f in SIZE_FACTORS:
+            path = out_dir / f"{it.path.stem}@{f:g}x.jpg"
+            if not path.exists():
+                with Image.open(it.path) as im:
+                    rgb = im.convert("RGB")
+                w, h = rgb.size
+                how = Image.Resampling.LANCZOS if f < 1 else Image.Resampling.BICUBIC
+                rgb = rgb.resize((max(16, round(w * f)), max(16, round(h * f))), how)
+                rgb.save(path, format="JPEG", quality=SIZE_QUALITY)
+            out.append((it, f, path))
+    return out
