@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agentiqa_cli.categories import category_of_type
 from agentiqa_cli.errors import ConfigError, ImageError
 from agentiqa_cli.experience.measure import build_records, mos_series, union_of, vote_series
 from agentiqa_cli.experience.pool import Pool, write_pool
@@ -108,11 +109,10 @@ def _from_mos(
     notes: list[str] | None,
 ) -> Pool:
     from agentiqa_cli.bench.datasets import load_dataset
-    from agentiqa_cli.experience.measure import category_of
 
     dataset = load_dataset(data, layout)
     wanted = set(categories)
-    items = [i for i in dataset.items if i.distortion and category_of(i.distortion) in wanted]
+    items = [i for i in dataset.items if i.distortion and category_of_type(i.distortion) in wanted]
     if not items:
         raise ConfigError(
             f"{data}: no rows with a distortion type of the categories asked for (the table "
