@@ -272,6 +272,12 @@ def kinds_of_detector(name: str) -> tuple[str, ...]:
     return tuple(k for d in DISTORTIONS if name in d.detectors for k in d.kinds)
 
 
+def artefact_of_detector(name: str) -> str | None:
+    """The probe artefact type a built-in detector's local reading names (the first of its
+    distortion's), or None."""
+    return next((d.artefacts[0] for d in DISTORTIONS if name in d.detectors and d.artefacts), None)
+
+
 def detectors_of(category: str) -> list[str]:
     """The built-in detectors whose readings are findings of ``category``."""
     return [n for d in distortions_of(category) for n in d.detectors]
@@ -311,6 +317,7 @@ __all__ = [
     "Category",
     "CategoryFacts",
     "Distortion",
+    "artefact_of_detector",
     "category_of_artefact",
     "category_of_detector",
     "category_of_kind",

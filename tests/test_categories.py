@@ -80,6 +80,9 @@ def test_lookups() -> None:
     assert cats.category_of_artefact("unheard-of") == cats.category_of_artefact("other")
     assert cats.detectors_of("Color distortions") == ["saturation_clip", "posterization"]
     assert cats.kinds_of(["Brightness change", "Noise"]) == ["noise", "brighten", "darken"]
+    assert cats.artefact_of_detector("pixelation") == "mosaic"
+    assert cats.artefact_of_detector("noise") == "noise"
+    assert cats.artefact_of_detector("contrast") is None
     assert cats.hint("Noise") == "in low light" and cats.hint(None) == ""
     assert "grain" in cats.option_words("Noise")
 
@@ -139,6 +142,12 @@ def test_a_new_distortion_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     card = cards.get("pixelation").model_copy(update={"name": "resolution", "default_order": None})
     (f,) = findings({"resolution": 0.9}, type(cards)([*cards, card]))
     assert f.category == "Sharpness" and f.reason.startswith("resolution reading 0.9")
+
+
+def test_the_probe_reads_cells_as_jpeg_and_mosaic() -> None:
+    from agentiqa_cli.agent.probe_scan import LOCAL_DETECTORS
+
+    assert LOCAL_DETECTORS == {"blockiness": "jpeg", "pixelation": "mosaic"}
 
 
 def test_fit_targets_come_from_the_distortions() -> None:
