@@ -15,8 +15,8 @@ from the rest of the package, so every layer can read it.
 
 Pixelation is Compression: a mosaic is hard-edged blocks left by keeping too few samples
 (coding at a lower resolution, macroblocks), the look of JPEG's 8x8 blocks rather than a
-soft edge (the blur detector reads a mosaic as sharp); the probe files mosaic beside JPEG
-blocks, and the pixelation card lists Compression first. Sharpness keeps a loss of fine
+soft edge (the blur detector leaves it to the pixelation detector); the probe files mosaic
+beside JPEG blocks, and the pixelation card lists Compression first. Sharpness keeps a loss of fine
 detail without block edges.
 """
 
