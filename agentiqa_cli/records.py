@@ -12,6 +12,10 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+# re-exported: records are where most modules import the category type from
+from agentiqa_cli.categories import CATEGORIES as CATEGORIES
+from agentiqa_cli.categories import Category as Category
+
 # Quality levels, worst first: the level's index + 1 is its score on the 1–5 scale.
 Level = Literal["bad", "poor", "fair", "good", "excellent"]
 LEVELS: tuple[Level, ...] = get_args(Level)
@@ -19,18 +23,6 @@ LEVELS: tuple[Level, ...] = get_args(Level)
 PresentSeverity = Literal["slight", "moderate", "severe", "extreme"]
 Severity = Literal["none", PresentSeverity]
 SEVERITIES: tuple[Severity, ...] = ("none", *get_args(PresentSeverity))
-
-# Seed 000 Appendix A.2: the executor's valid distortion categories.
-Category = Literal[
-    "Blurs",
-    "Color distortions",
-    "Compression",
-    "Noise",
-    "Brightness change",
-    "Sharpness",
-    "Contrast",
-]
-CATEGORIES: tuple[Category, ...] = get_args(Category)
 
 # how many images a round of `agentiqa evaluate` samples, and sub-aspects a query names
 EVAL_N_MIN, EVAL_N_MAX = 3, 9

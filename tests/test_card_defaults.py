@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from agentiqa_cli.categories import DETECTOR_CATEGORY
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import CardSet, load_cards
-from agentiqa_cli.tools.severity import CATEGORY
 from tests.test_cli_score import invoke
 
 
@@ -44,8 +44,8 @@ def test_weight_free_is_every_card_of_the_mode_without_weights(shipped: CardSet)
 def test_a_detectors_category_is_the_first_of_its_distortions(shipped: CardSet) -> None:
     assert shipped.get("pixelation").category == "Compression"  # as the planner files it
     assert shipped.get("psnr").category is None  # no strengths listed
-    # tools/severity.py still names each detector's category; it must agree with the card
-    for name, (category, _) in CATEGORY.items():
+    # categories.py names each detector's category; it must agree with the card
+    for name, category in DETECTOR_CATEGORY.items():
         assert shipped.get(name).category == category, name
 
 
