@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check
+.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check camera-model
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
@@ -46,6 +46,12 @@ demo: setup
 fit-cards: setup
 	$(BIN)/python scripts/fit_builtin_cards.py
 	$(BIN)/python scripts/calibrate_cards.py
+
+# the camera model's weights (tool_cards/camera_model.json): trained on the fit set's camera and
+# lossless series (built into .cache/fitset), on the CPU; the realset stays held out
+camera-model: setup
+	$(BIN)/python scripts/realset.py --spec scripts/fitset.yaml --cache .cache/fitset
+	$(BIN)/python scripts/train_camera_model.py
 
 # clean real images (Debian wallpaper packages + scikit-image photos) and their distorted
 # series, cached in .cache/realset/ (scripts/realset.yaml lists them with licence and style)

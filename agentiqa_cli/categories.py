@@ -61,14 +61,20 @@ class CategoryFacts:
 class Distortion:
     """One distortion of a category and the names other modules know it by.
 
-    ``kinds``: synthetic kinds of ``bench/synth.py``; ``detectors``: built-in detectors whose
-    readings are findings of it (their tool cards list the category first); ``artefacts``:
-    probe artefact types. ``patterns``/``option_words``/``type_words`` add to the category's.
+    ``kinds``: synthetic kinds of ``bench/synth.py``; ``camera_kinds``: of the camera series
+    (``bench/camera.py``: damage, then a camera JPEG save); ``detectors``:
+    built-in detectors whose readings are findings of it (their tool cards list the category
+    first); ``artefacts``: probe artefact types. ``patterns``/``option_words``/``type_words``
+    add to the category's. ``says``: what a finding of it names beside its category when the
+    category alone does not say it (which way an exposure went; resolution loss, which is
+    not a blur), shown in findings, answers and the CSV.
     """
 
     name: str
     category: Category
+    says: str = ""
     kinds: tuple[str, ...] = ()
+    camera_kinds: tuple[str, ...] = ()
     detectors: tuple[str, ...] = ()
     artefacts: tuple[str, ...] = ()
     patterns: tuple[str, ...] = ()
@@ -147,16 +153,38 @@ DISTORTIONS: tuple[Distortion, ...] = (
         "blur",
         "Blurs",
         kinds=("blur", "motion_blur"),
-        detectors=("sharpness",),
+        camera_kinds=("defocus", "shake"),
+        detectors=("sharpness", "camera_blur"),
         artefacts=("blur",),
     ),
-    Distortion("noise", "Noise", kinds=("noise",), detectors=("noise",), artefacts=("noise",)),
+    # an image blown up from a smaller one, or detail its sensor never held: its finest
+    # octaves are empty while the coarser ones keep their contrast. Not a blur (no optical
+    # spread, and a photographer names it apart); Sharpness is the paper's category for a
+    # loss of fine detail (README, "What the detectors call a defect")
+    Distortion(
+        "resolution loss",
+        "Sharpness",
+        says="resolution loss",
+        camera_kinds=("resolution",),
+        detectors=("resolution",),
+        patterns=(r"resolution|upscal\w*|up-?sampl\w*|low[- ]res\w*|blown up|enlarg\w*",),
+        type_words=("resolution", "upscal"),
+    ),
+    Distortion(
+        "noise",
+        "Noise",
+        kinds=("noise",),
+        camera_kinds=("sensor_noise",),
+        detectors=("noise", "camera_noise"),
+        artefacts=("noise",),
+    ),
     # a probe's "other" man-made artefact is filed with the coding artefacts
     Distortion(
         "jpeg",
         "Compression",
         kinds=("jpeg",),
-        detectors=("blockiness",),
+        camera_kinds=("low_jpeg",),
+        detectors=("blockiness", "camera_compression"),
         artefacts=("jpeg", "scanlines", "grid", "other"),
     ),
     Distortion("jpeg2000", "Compression", kinds=("jpeg2000",)),  # no 8x8 grid to read
@@ -170,9 +198,21 @@ DISTORTIONS: tuple[Distortion, ...] = (
         type_words=("pixel",),
     ),
     Distortion(
-        "brightening", "Brightness change", kinds=("brighten",), detectors=("overexposure",)
+        "brightening",
+        "Brightness change",
+        says="over-exposed",
+        kinds=("brighten",),
+        camera_kinds=("overexpose",),
+        detectors=("overexposure", "camera_over"),
     ),
-    Distortion("darkening", "Brightness change", kinds=("darken",), detectors=("underexposure",)),
+    Distortion(
+        "darkening",
+        "Brightness change",
+        says="under-exposed",
+        kinds=("darken",),
+        camera_kinds=("underexpose", "low_light"),
+        detectors=("underexposure", "camera_under"),
+    ),
     Distortion("contrast loss", "Contrast", kinds=("contrast",), detectors=("contrast",)),
     # the colourfulness and colour-cast detectors score but make no finding (tools/severity.py)
     Distortion("desaturation", "Color distortions", kinds=("desaturate",)),
@@ -216,6 +256,7 @@ def _check() -> None:
 
 _check()
 KIND_CATEGORY: dict[str, Category] = _table("kinds")
+CAMERA_KIND_CATEGORY: dict[str, Category] = _table("camera_kinds")
 DETECTOR_CATEGORY: dict[str, Category] = _table("detectors")
 ARTEFACT_CATEGORY: dict[str, Category] = _table("artefacts")
 _FACTS: dict[str, CategoryFacts] = {f.name: f for f in FACTS}
@@ -234,9 +275,21 @@ def category_of_kind(kind: str) -> Category | None:
     return KIND_CATEGORY.get(kind)
 
 
+def category_of_camera_kind(kind: str) -> Category | None:
+    """The category of a camera-series kind of ``bench/camera.py`` (None for a compound
+    pair, which is two)."""
+    return CAMERA_KIND_CATEGORY.get(kind)
+
+
 def category_of_detector(name: str) -> Category | None:
     """The category a built-in detector's findings report; None for a tool that makes none."""
     return DETECTOR_CATEGORY.get(name)
+
+
+def says_of_detector(name: str) -> str:
+    """What a finding of this detector names beside its category ('' when the category says
+    it all)."""
+    return next((d.says for d in DISTORTIONS if name in d.detectors), "")
 
 
 def category_of_artefact(artefact: str) -> Category:

@@ -195,6 +195,14 @@ class Finding(Record):
     category: Category
     severity: Severity = "moderate"
     reason: str = ""
+    # what the distortion is within its category when the category alone does not say it
+    # (under-exposed / over-exposed, resolution loss): categories.Distortion.says
+    says: str = ""
+
+    @property
+    def named(self) -> str:
+        """The category in words, with what it is when that adds anything."""
+        return self.category.lower() + (f" ({self.says})" if self.says else "")
 
 
 class ToolScore(Record):
@@ -257,7 +265,9 @@ class Result(Record):
 
     def distortions_cell(self) -> str:
         return ";".join(
-            f"{f.category.lower().replace(' ', '_')}:{f.severity}"
+            f"{f.category.lower().replace(' ', '_')}"
+            + (f"({f.says})" if f.says else "")
+            + f":{f.severity}"
             + ("" if f.scope == "Global" else f"@{f.scope}")
             for f in self.distortions
         )

@@ -11,6 +11,7 @@ import agentiqa_cli
 from agentiqa_cli import categories as cats
 from agentiqa_cli.agent.planner_rules import plan_query
 from agentiqa_cli.agent.probe_records import ARTEFACT_TYPES
+from agentiqa_cli.bench.camera import CAMERA_KINDS
 from agentiqa_cli.bench.synth import KINDS
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import load_cards
@@ -115,6 +116,7 @@ def test_query_patterns_name_categories() -> None:
 def test_kinds_detectors_and_artefacts_exist_where_they_are_read() -> None:
     cards = load_cards(default_cards_dir())
     assert set(cats.KIND_CATEGORY) <= set(KINDS)
+    assert set(cats.CAMERA_KIND_CATEGORY) <= set(CAMERA_KINDS)
     assert set(cats.ARTEFACT_CATEGORY) == set(ARTEFACT_TYPES) - {"none"}
     for name, category in cats.DETECTOR_CATEGORY.items():
         card = cards.get(name)
@@ -127,21 +129,21 @@ def test_kinds_detectors_and_artefacts_exist_where_they_are_read() -> None:
 def test_a_new_distortion_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     """One ``Distortion`` entry reaches the kind, detector and query lookups."""
     extra = cats.Distortion(
-        "resolution loss", "Sharpness", kinds=("upscale",), detectors=("resolution",),
-        patterns=(r"upscal\w*",),
+        "oversharpening", "Sharpness", kinds=("oversharpen",), detectors=("halo",),
+        patterns=(r"oversharpen\w*|halos?",),
     )  # fmt: skip
     monkeypatch.setattr(cats, "DISTORTIONS", (*cats.DISTORTIONS, extra))
     monkeypatch.setattr(cats, "KIND_CATEGORY", cats._table("kinds"))
     monkeypatch.setattr(cats, "DETECTOR_CATEGORY", cats._table("detectors"))
-    assert cats.category_of_kind("upscale") == "Sharpness"
-    assert cats.category_of_detector("resolution") == "Sharpness"
-    assert cats.kinds_of(["Sharpness"]) == ["upscale"]
-    assert ("Sharpness", r"upscal\w*") in cats.query_patterns()
+    assert cats.category_of_kind("oversharpen") == "Sharpness"
+    assert cats.category_of_detector("halo") == "Sharpness"
+    assert cats.kinds_of(["Sharpness"]) == ["oversharpen"]
+    assert ("Sharpness", r"oversharpen\w*|halos?") in cats.query_patterns()
     # a detector without a worded reason still makes a finding
     cards = load_cards(default_cards_dir())
-    card = cards.get("pixelation").model_copy(update={"name": "resolution", "default_order": None})
-    (f,) = findings({"resolution": 0.9}, type(cards)([*cards, card]))
-    assert f.category == "Sharpness" and f.reason.startswith("resolution reading 0.9")
+    card = cards.get("pixelation").model_copy(update={"name": "halo", "default_order": None})
+    (f,) = findings({"halo": 0.9}, type(cards)([*cards, card]))
+    assert f.category == "Sharpness" and f.reason.startswith("halo reading 0.9")
 
 
 def test_the_probe_reads_cells_as_jpeg_and_mosaic() -> None:
@@ -167,3 +169,23 @@ def test_fit_targets_come_from_the_distortions() -> None:
         "posterization": ("posterize",),
         "detail": ("blur", "motion_blur", "noise", "jpeg", "pixelate"),
     }
+
+
+def test_a_finding_says_which_way_and_what_within_its_category() -> None:
+    from agentiqa_cli.records import Result
+
+    cards = load_cards(default_cards_dir())
+    dark = findings({"underexposure": 0.2}, cards)
+    (f,) = [f for f in dark if f.category == "Brightness change"]
+    assert f.severity != "none" and f.says == "under-exposed"
+    assert f.named == "brightness change (under-exposed)"
+    bright = findings({"overexposure": 0.5}, cards)
+    (g,) = [f for f in bright if f.category == "Brightness change"]
+    assert g.says == "over-exposed"
+    assert Result(image="x", distortions=[f]).distortions_cell() == (
+        f"brightness_change(under-exposed):{f.severity}"
+    )
+    # a clean reading names nothing beside its category
+    (n,) = findings({"underexposure": 1.0}, cards)
+    assert n.severity == "none" and n.says == ""
+    assert cats.category_of_camera_kind("resolution") == "Sharpness"

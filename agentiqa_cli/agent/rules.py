@@ -34,7 +34,7 @@ from agentiqa_cli.agent.replies import (
     ScoreReply,
     SelectReply,
 )
-from agentiqa_cli.categories import option_words
+from agentiqa_cli.categories import category_of_detector, option_words
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.evaluate.planning import EvalPlanInput, rules_eval_plan
 from agentiqa_cli.imperfect.roles import FixInput, LocateInput, rules_fix, rules_locate
@@ -207,8 +207,12 @@ class RulesVLM:
         )
         if visible:
             worst = visible[0]
-            listed = ", ".join(f"{f.severity} {f.category.lower()}" for f in visible[:3])
-            answer = f"{level.capitalize()} quality; the main problem is {worst.severity} {worst.category.lower()}."
+            listed = ", ".join(f"{f.severity} {f.named}" for f in visible[:3])
+            answer = (
+                f"{level.capitalize()} quality; the main problem is {worst.severity} {worst.named}."
+            )
+            if low_light(visible):
+                answer = answer[:-1] + "; low light: dark and noisy."
             why = f"Detected {listed}. {worst.reason}"
         else:
             answer = f"{level.capitalize()} quality; no distortion stands out."
@@ -224,6 +228,14 @@ class RulesVLM:
         return ScoreReply(
             level=level, answer=answer[:300], reasoning=reasoning[:500], sufficient=True
         )
+
+
+def low_light(findings: list[Finding]) -> bool:
+    """Too little light: an under-exposed image whose noise is visible too (a camera gained
+    the dark frame back up), named as both."""
+    seen = [f for f in findings if f.severity != "none"]
+    noise = category_of_detector("noise")
+    return any(f.says == "under-exposed" for f in seen) and any(f.category == noise for f in seen)
 
 
 _YES_NO = re.compile(

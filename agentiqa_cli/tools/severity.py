@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
-from agentiqa_cli.categories import category_of_detector
+from agentiqa_cli.categories import category_of_detector, says_of_detector
 from agentiqa_cli.records import SEVERITIES, Finding, Severity
 from agentiqa_cli.tools.cards import CardSet, load_cards
 
@@ -59,6 +59,17 @@ REASONS: dict[str, _Reason] = {
     ),
     "posterization": lambda v: f"posterized: tones {2**v:.0f} codes apart on average (banding)",
     "saturation_clip": lambda v: f"{v:.1%} of the image clipped out of gamut with its texture lost",
+    # the camera model's heads (tools/camera_model.py): their reading is a 1-5 score
+    "camera_blur": lambda v: (
+        f"the camera model reads lost detail (defocus, shake or an upscale) at {v:.2f} of 5"
+    ),
+    "resolution": lambda v: (
+        f"an upscale's interpolation lattice, with the detail lost read at {v:.2f} of 5"
+    ),
+    "camera_noise": lambda v: f"the camera model reads sensor noise at {v:.2f} of 5",
+    "camera_compression": lambda v: f"the camera model reads JPEG compression at {v:.2f} of 5",
+    "camera_under": lambda v: f"the camera model reads under-exposure at {v:.2f} of 5",
+    "camera_over": lambda v: f"the camera model reads over-exposure at {v:.2f} of 5",
 }
 
 
@@ -114,7 +125,12 @@ def findings(readings: Mapping[str, float], cards: CardSet | None = None) -> lis
         if category is None or name not in cards or raw is None or raw != raw:
             continue
         sev = severity_of(cards.get(name).normalize(float(raw)))
-        f = Finding(category=category, severity=sev, reason=f"{_reason(name, float(raw))} ({sev})")
+        f = Finding(
+            category=category,
+            severity=sev,
+            reason=f"{_reason(name, float(raw))} ({sev})",
+            says="" if sev == "none" else says_of_detector(name),
+        )
         old = best.get(category)
         if old is None or SEVERITIES.index(sev) > SEVERITIES.index(old.severity):
             best[category] = f
