@@ -256,8 +256,10 @@ def build(spec: RealsetSpec, cache: Path, run: Runner = _run) -> list[CleanRecor
         _working_copy(spec, i, cache, spec.camera_size, "camera/clean", run)[0]
         for i in spec.camera()
     ]
-    if originals and spec.camera_kinds and not _series_done(
-        camera, spec.camera_kinds, spec.levels, originals
+    if (
+        originals
+        and spec.camera_kinds
+        and not _series_done(camera, spec.camera_kinds, spec.levels, originals)
     ):
         generate_camera(originals, camera, spec.camera_kinds, spec.levels, spec.seed)
     return records
