@@ -165,6 +165,11 @@ class Runtime:
         require_extras(cards)
         return cards
 
+    def fit_notes(self, cards: Sequence[ToolCard]) -> list[str]:
+        """A line for each of ``cards`` whose 1-5 curve was fitted on other data than the
+        run's (``CardSet.fit_note``): said once on stderr; each row's ToolScore.fit names it."""
+        return [note for c in cards if (note := self.cards.fit_note(c))]
+
     def scorer(self, cards: Sequence[ToolCard], fusion: str | None = None) -> ToolScorer:
         return ToolScorer(self.runner, list(cards), fusion or self.settings.fusion)
 
@@ -183,7 +188,9 @@ class Runtime:
         before any output is opened (exit 2, earlier outputs untouched)."""
         _ = self.prompts, self.runner, self._backend, self.advisor
         if self.settings.tools:
-            require_extras(self.cards.resolve(self.settings.tools))
+            cards = self.cards.resolve(self.settings.tools)
+            require_extras(cards)
+            self.notes.extend(self.fit_notes(cards))
 
     async def connect(self) -> None:
         """Check the VLM once before a batch, so a dead server or a wrong model fails once.

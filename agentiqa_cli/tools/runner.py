@@ -144,6 +144,7 @@ class ToolRunner:
                 norm=card.normalize(raw),
                 seconds=time.perf_counter() - t0,
                 calibrated=card.calibrated,
+                fit=self.cards.fitted_elsewhere(card),
             )
         except ToolUnavailableError as e:
             return ToolScore(tool=card.name, error=str(e), seconds=time.perf_counter() - t0)
