@@ -142,7 +142,11 @@ def test_tools_list_and_check_say_which_tools_need_the_extra(tmp_path: Path) -> 
     checked = {r["tool"]: r for r in json.loads(out)}
     assert not checked["niqe"]["ready"] and "agentiqa[pyiqa]" in checked["niqe"]["detail"]
     assert not checked["piqe"]["ready"] and checked["sharpness"]["ready"]
-    assert seen["loaded"] == []
+    assert seen == {"tried": [], "loaded": []}
+    code, out, err, seen = light(["tools", "check", "niqe", "sharpness"], tmp_path)
+    assert code == 1 and seen == {"tried": [], "loaded": []}
+    assert "niqe needs the pyiqa extra" in " ".join(out.split())
+    assert "offered it by default" not in err  # it is not: its extra is missing
 
 
 def test_every_shipped_card_outside_the_extra_is_builtin_or_native() -> None:

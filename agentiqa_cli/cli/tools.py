@@ -118,7 +118,7 @@ def tools_check(
     from rich.table import Table
 
     from agentiqa_cli.runtime import Runtime
-    from agentiqa_cli.tools.extras import card_extra
+    from agentiqa_cli.tools.extras import missing_extra
     from agentiqa_cli.tools.weights import hub_offline, no_downloads, weights_cached
 
     ui.set_quiet(quiet)
@@ -138,14 +138,14 @@ def tools_check(
             reporter.advance(c.name, "ready" if ok else "not ready")
             if not ok and offline and c.weights:
                 why = f"weights not cached, not downloaded offline ({why})"
-            extra = card_extra(c)
+            extra = missing_extra(c)  # an extra that is installed is no longer a need
             needs = [n for n, yes in (("reference", c.mode == "FR"), ("weights", c.weights)) if yes]
             needs += [f"agentiqa[{extra}]"] if extra else []
             # after the build: weights it just downloaded count as cached
             cached = weights_cached(c) if c.weights else None
             rows.append(
                 {"tool": c.name, "ready": ok, "needs": ", ".join(needs), "cached": cached,
-                 "detail": why}
+                 "detail": why, "extra_missing": extra is not None}
             )  # fmt: skip
     not_ready = [r for r in rows if not r["ready"]] if names else []
     for r in not_ready:  # an error, shown under -q too: the exit code says so
@@ -178,7 +178,15 @@ def tools_check(
             f"{', '.join(unseen)} ran, but not every file its card lists (weight_files) is "
             "cached, so the agent is not offered it by default (--learned-tools offers it)"
         )
-    broken = [r["tool"] for r in rows if not r["ready"] and r["cached"]]
+    lacking = [r["tool"] for r in rows if not r["ready"] and r["extra_missing"]]
+    if lacking:
+        ui.out.print(
+            f"{', '.join(lacking)} need{'s' if len(lacking) == 1 else ''} the pyiqa extra, "
+            "which is not installed: "
+            "pip install 'agentiqa[pyiqa]' (the agent is not offered them)",
+            highlight=False,
+        )
+    broken = [r["tool"] for r in rows if not r["ready"] and r["cached"] and not r["extra_missing"]]
     if broken:
         ui.warn(
             f"{', '.join(broken)}: weights cached but the tool cannot run here; the agent is "

@@ -25,12 +25,14 @@ from agentiqa_cli.errors import ConfigError, ToolUnavailableError
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import ToolScore
 from agentiqa_cli.tools.cards import CardSet, ToolCard
-from agentiqa_cli.tools.extras import missing_extra, require_torch
+from agentiqa_cli.tools.extras import installed, missing_extra, require_torch
 from agentiqa_cli.tools.native import BUILTIN_FR, NATIVE
 
 
 def resolve_device(device: str) -> str:
     if device == "auto":
+        if not installed("torch"):  # the core install: no torch, nothing but the CPU
+            return "cpu"
         try:
             import torch
 
