@@ -71,6 +71,35 @@ def light(
     return proc.returncode, proc.stdout, stderr, json.loads(tail)
 
 
+CORE_MODULES = (
+    "agentiqa_cli.cli",  # every command module: the app imports them all
+    "agentiqa_cli.runtime",
+    "agentiqa_cli.agent.pipeline",
+    "agentiqa_cli.agent.rules",
+    "agentiqa_cli.vlm.http",
+    "agentiqa_cli.tools.runner",
+    "agentiqa_cli.tools.detectors",
+    "agentiqa_cli.tools.native",
+    "agentiqa_cli.tools.weights",
+    "agentiqa_cli.report.build",
+    "agentiqa_cli.imperfect.apply",
+    "agentiqa_cli.evaluate.loop",
+)
+
+
+def test_core_modules_import_nothing_of_the_extra_at_module_level() -> None:
+    """Here torch and pyiqa are installed: importing the core must still not load them."""
+    code = (
+        f"import sys, {', '.join(CORE_MODULES)}; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision', "
+        "'pyiqa', 'matplotlib')); print(bad); sys.exit(1 if bad else 0)"
+    )
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 @pytest.fixture
 def image(tmp_path: Path) -> Path:
     return save_rgb(tmp_path / "in" / "photo.png", natural_like(160, 200))
