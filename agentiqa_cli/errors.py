@@ -15,6 +15,18 @@ class UnknownToolError(ConfigError):
     pass
 
 
+class MissingExtraError(ConfigError):
+    """What was asked for needs an optional part of the install (``pip install
+    'agentiqa[EXTRA]'``) that is not there: a usage error, named once, never a traceback."""
+
+    def __init__(self, what: str, extra: str, hint: str = ""):
+        self.extra = extra
+        super().__init__(
+            f"{what} needs the {extra} extra, which is not installed: "
+            f"pip install 'agentiqa[{extra}]'{hint}"
+        )
+
+
 class ImageError(AgentIQAError):
     """One input could not be decoded; becomes an error row, never ends a batch."""
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentiqa_cli.batch import BatchSummary, content_hashes, error_result, job_key, run_batch
 from agentiqa_cli.config import Settings
-from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.errors import ConfigError, MissingExtraError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import max_file_bytes
 from agentiqa_cli.io.results import DoneRows
@@ -224,8 +224,8 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError(
-            "--engine ray needs Ray Data: pip install 'agentiqa[ray]' (or use --engine local)"
+        raise MissingExtraError(
+            "--engine ray (Ray Data)", "ray", " (or use --engine local)"
         ) from None
     return ray
 

@@ -216,6 +216,10 @@ class ToolScore(Record):
     # False: its card has no fitted logistic, so ``norm`` keeps order but not the 1-5
     # scale, and fusions leave it out (``scoring.fusable``)
     calibrated: bool = True
+    # the data its card's logistic was fitted on when that is not the run's own (a pyiqa
+    # no-reference card's shipped curve, ``CardSet.fitted_elsewhere``): ``norm``'s level is
+    # that data's, not necessarily this image's
+    fit: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -37,6 +37,7 @@ from agentiqa_cli.records import Result, TraceEvent
 from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
 from agentiqa_cli.scoring import ToolScorer
 from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
+from agentiqa_cli.tools.extras import require_extras
 from agentiqa_cli.tools.runner import ToolRunner
 from agentiqa_cli.tools.weights import candidates, offered_learned
 from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
@@ -161,7 +162,13 @@ class Runtime:
             fr = [c.name for c in cards if c.mode == "FR"]
             if fr:
                 raise ConfigError(f"full-reference tool(s) {', '.join(fr)} need --ref")
+        require_extras(cards)
         return cards
+
+    def fit_notes(self, cards: Sequence[ToolCard]) -> list[str]:
+        """A line for each of ``cards`` whose 1-5 curve was fitted on other data than the
+        run's (``CardSet.fit_note``): said once on stderr; each row's ToolScore.fit names it."""
+        return [note for c in cards if (note := self.cards.fit_note(c))]
 
     def scorer(self, cards: Sequence[ToolCard], fusion: str | None = None) -> ToolScorer:
         return ToolScorer(self.runner, list(cards), fusion or self.settings.fusion)
@@ -181,7 +188,9 @@ class Runtime:
         before any output is opened (exit 2, earlier outputs untouched)."""
         _ = self.prompts, self.runner, self._backend, self.advisor
         if self.settings.tools:
-            self.cards.resolve(self.settings.tools)
+            cards = self.cards.resolve(self.settings.tools)
+            require_extras(cards)
+            self.notes.extend(self.fit_notes(cards))
 
     async def connect(self) -> None:
         """Check the VLM once before a batch, so a dead server or a wrong model fails once.

@@ -63,6 +63,8 @@ def score(
         names = [c.name for c in cards]
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
             ui.warn(problem)
+        for note in rt.fit_notes(cards):  # curves fitted on other content than this run's
+            ui.warn(note)
         label = f"score ({', '.join(names)})"
         return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names,
                                 remote=functools.partial(scorer_of, tuple(names)))  # fmt: skip
