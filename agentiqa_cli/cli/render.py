@@ -220,7 +220,12 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
 
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+    print_text(json.dumps(obj, indent=2, default=str) + "\n")
+
+
+def print_text(text: str) -> None:
+    """Text asked for on stdout (JSON, Markdown, CSV rows): written as is, even with -q."""
+    sys.stdout.write(text)
     sys.stdout.flush()
 
 
