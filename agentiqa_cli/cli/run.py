@@ -104,6 +104,7 @@ async def run_images(
             extra_columns,
             extra,
             force=opts.force,
+            stream=opts.stream,
         ) as (writer, tracer),
         reporter.running(),
     ):
@@ -159,13 +160,17 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             }
         )
     else:
-        if results:
-            ui.out.print(ui.results_table(results, title))
         mean = f"{gate.mean:.3f}" if gate.mean is not None else "-"
-        ui.out.print(
-            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {ui.visible(str(opts.out))}",
-            highlight=False,
+        line = (
+            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} "
+            f"errors, mean score {mean} → {ui.visible(opts.out_name)}"
         )
+        if opts.stream is not None:  # stdout carries the rows only: the line goes to stderr
+            ui.note(line)
+        else:
+            if results:
+                ui.out.print(ui.results_table(results, title))
+            ui.out.print(line, highlight=False)
     if gate.gate_failed:  # errors: said even with -q
         if gate.below:
             ui.fail(f"quality gate: {len(gate.below)} image(s) below {opts.fail_under}")
@@ -179,7 +184,7 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             ui.fail(f"quality gate: {len(gate.unscored)} image(s) could not be scored")
     if gate.errors:
         ui.warn(
-            f"{gate.errors} input(s) could not be processed; see the error column of {opts.out}"
+            f"{gate.errors} input(s) could not be processed; see the error column of {opts.out_name}"
         )
     raise typer.Exit(gate.exit_code)
 
