@@ -189,6 +189,8 @@ def evaluate(
         ui.out.print(
             f"stopped: {ui.cell(verdict.stop_reason)} → {ui.cell(opts.out_name)}", highlight=False
         )
+    if gate and ui.quiet():  # the verdict the table would have shown
+        ui.fail(f"quality gate failed: {verdict.summary}")
     for why in gate:  # errors: said even with -q
         ui.fail(f"quality gate: {why}")
     if verdict.errors:

@@ -47,7 +47,10 @@ JsonOut = Annotated[
 Quiet = Annotated[
     bool,
     typer.Option(
-        "--quiet", "-q", help="Print only errors (stderr) and --json; no table, progress, notes."
+        "--quiet",
+        "-q",
+        help="Print only errors on stderr (each failed image's path and reason, a failed "
+        "gate's summary line) and the --json or --format output; no table, progress, notes.",
     ),
 ]
 ConfigOpt = Annotated[

@@ -115,11 +115,16 @@ _mode = {"quiet": False}
 
 
 def set_quiet(on: bool) -> None:
-    """``-q``: stdout carries only the ``--json`` asked for (no table, no summary line),
-    stderr only errors (no progress, notes or warnings). Set once per command; ``note``,
+    """``-q``: stdout carries only the ``--json`` or ``--format`` rows asked for (no table,
+    no summary line), stderr only errors (each error row, a failed gate with its summary
+    line; no progress, notes or warnings). Set once per command; ``note``,
     ``warn`` and ``Reporter`` read it (one flag, not one per call)."""
     _mode["quiet"] = on
     out.quiet = on  # rich prints nothing; print_json writes past it on purpose
+
+
+def quiet() -> bool:
+    return _mode["quiet"]
 
 
 def note(message: str) -> None:
@@ -168,10 +173,19 @@ class Reporter:
             yield self
 
     def advance(self, image: str, status: str, detail: str = "") -> None:
+        """One image done; an error row is always said, on its own line (``-q`` too), so a
+        cron mail names each file that failed and why."""
         self.count += 1
         if _mode["quiet"]:
+            if status == "error":
+                fail(detail if detail.startswith(image) else f"{image}: {detail}")
             return
         if self._progress is not None:
+            if status == "error":
+                why = detail if detail.startswith(image) else f"{image}: {detail}"
+                self._progress.console.print(
+                    f"error: {visible(why)}", style="red", highlight=False, markup=False
+                )
             elapsed = self._progress.tasks[0].elapsed or 0.0
             rate = f"{self.count / elapsed:.1f} img/s" if elapsed > 0 else ""
             self._progress.update(self._task, advance=1, rate=rate)

@@ -143,6 +143,11 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
     """The table (or JSON), the gate's verdict, and the exit code."""
     results = summary.results
     gate = evaluate_gate(results, opts.fail_under, opts.fail_mean_under)
+    mean = f"{gate.mean:.3f}" if gate.mean is not None else "-"
+    line = (
+        f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} "
+        f"errors, mean score {mean} → {ui.visible(opts.out_name)}"
+    )
     if opts.json_out:
         ui.print_json(
             {
@@ -160,11 +165,6 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             }
         )
     else:
-        mean = f"{gate.mean:.3f}" if gate.mean is not None else "-"
-        line = (
-            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} "
-            f"errors, mean score {mean} → {ui.visible(opts.out_name)}"
-        )
         if opts.stream is not None:  # stdout carries the rows only: the line goes to stderr
             ui.note(line)
         else:
@@ -172,6 +172,8 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
                 ui.out.print(ui.results_table(results, title))
             ui.out.print(line, highlight=False)
     if gate.gate_failed:  # errors: said even with -q
+        if ui.quiet():  # the summary line the table would have ended with
+            ui.fail(f"quality gate failed: {line}")
         if gate.below:
             ui.fail(f"quality gate: {len(gate.below)} image(s) below {opts.fail_under}")
         if (
