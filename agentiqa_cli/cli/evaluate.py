@@ -128,7 +128,7 @@ def evaluate(
     gate_tier = parse_tier(fail_under_tier) if fail_under_tier else None
     config = EvalConfig(settings.query, max_rounds, max_samples, seed, cuts)
     gen = Generator.parse(generator, generator_timeout) if generator else None
-    opts.check_format()
+    opts.outputs()  # --format and -o - against the flags they exclude; -o -'s --trace
     if gen is not None and gen_dir is None and opts.to_stdout:
         raise ConfigError("--generator with -o - needs --gen-dir (where the images go)")
     gen_dir = gen_dir or opts.out.with_name(opts.out.stem + "-images")

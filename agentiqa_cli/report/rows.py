@@ -2,9 +2,9 @@
 CSV with an ``image`` column), with the records parser ``--resume`` uses.
 
 Only ``image`` is required; ``status``, ``error``, ``score``, ``level``, ``answer``,
-``distortions`` and ``imperfections`` are used when present. List cells are parsed tolerantly: ``a;b``,
-``a:severe;b:slight@Face``, ``a=0.4``, a JSON list of names or of objects
-(``{"type": …, "level": …}``), or a JSON object ``{name: level}``.
+``distortions`` and ``imperfections`` are used when present. List cells are parsed
+tolerantly: ``a;b``, ``a:severe;b:slight@Face``, ``a=0.4``, a JSON list of names or of
+objects (``{"type": …, "level": …}``), or a JSON object ``{name: level}``.
 """
 
 from __future__ import annotations
