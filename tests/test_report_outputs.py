@@ -152,3 +152,11 @@ def test_markdown_summary_for_a_ci_job(
     assert md.startswith("## ") and "| level |" in md and "| failed |" in md.replace("`", "")
     assert "cut.jpg" in md and "\x1b" not in md
     assert (tmp_path / "r.html").is_file()
+
+
+def test_markdown_cells_keep_hostile_names_literal() -> None:
+    from agentiqa_cli.report.markdown import md_text
+
+    assert md_text("a|b`c*d_e<script>\x1b[31m.png") == (
+        "a\\|b\\`c\\*d\\_e\\<script\\>\\\\x1b\\[31m.png"
+    )
