@@ -70,3 +70,19 @@ def test_an_error_is_said_above_the_progress_bar(monkeypatch: pytest.MonkeyPatch
         reporter.advance("b\x1b.png", "error", "b\x1b.png: not a readable image")
     text = buf.getvalue()
     assert "error: b\\x1b.png: not a readable image" in text and "a.png" not in text
+
+
+def test_no_live_bar_when_rows_stream_to_the_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--format csv` at a prompt: a live bar on stderr would be redrawn through the rows
+    printed on stdout, so progress comes as plain lines."""
+    monkeypatch.setattr(ui, "err", Console(file=io.StringIO(), force_terminal=True))
+    monkeypatch.setattr(ui, "out", Console(file=io.StringIO(), force_terminal=True))
+    ui.set_quiet(False)
+    assert ui.rows_to_terminal(True) and not ui.rows_to_terminal(False)
+    reporter = ui.Reporter(1, "score", live=not ui.rows_to_terminal(True))
+    with reporter.running():
+        assert reporter._progress is None
+        reporter.advance("a.png", "ok", "3.10")
+    assert "[1/1] ok a.png 3.10" in capsys.readouterr().err

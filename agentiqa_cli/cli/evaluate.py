@@ -134,7 +134,9 @@ def evaluate(
     gen_dir = gen_dir or opts.out.with_name(opts.out.stem + "-images")
     if gen is not None:
         check_gen_dir(gen_dir, opts.out, opts.resume, opts.force)  # exit 2 before any work
-    reporter = ui.Reporter(max_samples, "evaluate")
+    reporter = ui.Reporter(
+        max_samples, "evaluate", live=not ui.rows_to_terminal(opts.stream is not None)
+    )
 
     def on_round(d: RoundDraw) -> None:
         hard = sum(s.stratum == "hard" for s in d.samples)

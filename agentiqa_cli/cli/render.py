@@ -127,6 +127,11 @@ def quiet() -> bool:
     return _mode["quiet"]
 
 
+def rows_to_terminal(streaming: bool) -> bool:
+    """Whether result rows stream to a terminal (no live progress bar then)."""
+    return streaming and out.is_terminal
+
+
 def note(message: str) -> None:
     if not _mode["quiet"]:
         err.print(visible(message, True), style="dim", highlight=False, markup=False)
@@ -145,16 +150,19 @@ def fail(message: str) -> None:
 class Reporter:
     """Progress for a batch: a rich bar on a TTY, plain lines otherwise, nothing when quiet."""
 
-    def __init__(self, total: int, label: str):
+    def __init__(self, total: int, label: str, live: bool = True):
         self.total = total
         self.label = label
+        # False: rows stream to the same terminal (--format csv at a prompt), where a live
+        # bar would be redrawn through them: plain lines instead
+        self.live = live
         self.count = 0
         self._progress: Progress | None = None
         self._task: Any = None
 
     @contextmanager
     def running(self) -> Iterator[Reporter]:
-        if not _mode["quiet"] and err.is_terminal:
+        if not _mode["quiet"] and err.is_terminal and self.live:
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),

@@ -93,7 +93,7 @@ async def run_images(
 ) -> BatchSummary:
     """The batch behind `score` and `assess`: outputs opened, progress shown, rows written.
     ``remote`` rebuilds ``process`` in another process (``--engine ray``'s workers)."""
-    reporter = ui.Reporter(len(jobs), label)
+    reporter = ui.Reporter(len(jobs), label, live=not ui.rows_to_terminal(opts.stream is not None))
     with (
         rt.outputs(
             opts.out,
