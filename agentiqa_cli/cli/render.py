@@ -76,8 +76,10 @@ class _ClosedPipeSafe:
 
     def __init__(self, stream: Any):
         self._stream = stream
+        self.reader_gone = False  # read by io.stream: `-o -` stops when nobody reads
 
     def _closed(self) -> None:
+        self.reader_gone = True
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(devnull, self._stream.fileno())  # Python's final flush goes there too

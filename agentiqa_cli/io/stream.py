@@ -7,11 +7,13 @@ LF as ``\\\\``, ``\\t``, ``\\r``, ``\\n`` (one record per line, as the linear TS
 has it), JSONL writes one object per line with the numeric columns as numbers.
 
 ``RowWriter`` is what the batch writes rows to: the results file (``ResultsWriter``), the
-stream alone (``StreamWriter``: ``-o -``) or both (``Tee``).
+stream alone (``StreamWriter``: ``-o -``, which stops the run once its reader has closed
+the pipe, as ``| head`` does) or both (``Tee``: the file is the record, the run goes on).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -19,6 +21,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Literal, Protocol, TextIO, get_args
 
+from agentiqa_cli.errors import ReaderGone
 from agentiqa_cli.io.results import original_cell, row_of
 from agentiqa_cli.records import Result
 
@@ -70,6 +73,7 @@ class RowStream:
         self.extra = extra
         # taken now: a progress display may stand in for sys.stdout while the run goes on
         self.out = out if out is not None else sys.stdout
+        self._gone = False
         if fmt != "jsonl":
             self._emit(self._line(columns))
 
@@ -81,8 +85,17 @@ class RowStream:
         return buf.getvalue()
 
     def _emit(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            self._gone = True
+
+    @property
+    def reader_gone(self) -> bool:
+        """Whether the reader closed the stream (``| head``): directly, or as the CLI's
+        closed-pipe guard on stdout records it."""
+        return self._gone or bool(getattr(self.out, "reader_gone", False))
 
     def write(self, result: Result) -> None:
         extra = self.extra(result) if self.extra is not None else None
@@ -110,9 +123,13 @@ class StreamWriter:
 
     def write(self, result: Result) -> None:
         self.stream.write(result)
+        if self.stream.reader_gone:  # nobody reads the only output: stop the run
+            raise ReaderGone("stdout was closed by its reader")
 
     def close(self, completed: bool = True) -> None:
-        self.stream.out.flush()
+        if not self.stream.reader_gone:
+            with contextlib.suppress(BrokenPipeError):
+                self.stream.out.flush()
 
 
 class Tee:
