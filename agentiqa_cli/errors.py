@@ -54,3 +54,10 @@ class OutputWriteError(AgentIQAError):
     before are complete; the run stops."""
 
     exit_code = 3
+
+
+class ReaderGone(OutputWriteError):
+    """stdout was the run's only output (``-o -``) and its reader closed it (``| head``):
+    no further row can be delivered, so the run stops, with exit 0 as a finished run."""
+
+    exit_code = 0

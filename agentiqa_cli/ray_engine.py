@@ -42,7 +42,7 @@ from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
 
 if TYPE_CHECKING:
-    from agentiqa_cli.io.results import ResultsWriter
+    from agentiqa_cli.io.stream import RowWriter
     from agentiqa_cli.runtime import Runtime
 
 
@@ -236,7 +236,7 @@ async def run_on_ray(
     spec: WorkSpec,
     *,
     trace: TraceWriter,
-    writer: ResultsWriter | None,
+    writer: RowWriter | None,
     on_result: Callable[[Result], None] | None,
     on_skip: Callable[[Job], None] | None,
 ) -> BatchSummary:
@@ -254,7 +254,7 @@ def _drive(
     jobs: list[Job],
     spec: WorkSpec,
     trace: TraceWriter,
-    writer: ResultsWriter | None,
+    writer: RowWriter | None,
     on_result: Callable[[Result], None] | None,
     on_skip: Callable[[Job], None] | None,
 ) -> BatchSummary:
@@ -331,7 +331,7 @@ def _deliver(
     result: Result,
     events: Sequence[str],
     trace: TraceWriter,
-    writer: ResultsWriter | None,
+    writer: RowWriter | None,
     on_result: Callable[[Result], None] | None,
 ) -> None:
     for e in events:

@@ -32,6 +32,7 @@ from agentiqa_cli.errors import ConfigError, VLMError, VLMUnreachableError
 from agentiqa_cli.imaging.discover import Job, discover, pair
 from agentiqa_cli.io.guard import Outputs, trace_path_for
 from agentiqa_cli.io.results import ResultsWriter, columns_for
+from agentiqa_cli.io.stream import STDOUT_NAME, RowFormat, RowStream, RowWriter, StreamWriter, Tee
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
 from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
@@ -115,7 +116,7 @@ class Runtime:
         *,
         command: str,
         trace: TraceWriter,
-        writer: ResultsWriter | None = None,
+        writer: RowWriter | None = None,
         on_result: Callable[[Result], None] | None = None,
         on_skip: Callable[[Job], None] | None = None,
         remote: Callable[[Runtime], Awaitable[Process]] | None = None,
@@ -327,15 +328,25 @@ class Runtime:
         extra_columns: list[str] | None = None,
         extra: Callable[[Result], Mapping[str, str]] | None = None,
         force: bool = False,
-    ) -> Iterator[tuple[ResultsWriter, TraceWriter]]:
+        stream: RowFormat | None = None,
+    ) -> Iterator[tuple[RowWriter, TraceWriter]]:
         """The results CSV and its trace, closed as complete only when the block completes.
         ``extra_columns`` are a command's own columns, filled per row by ``extra``; the
-        paths are checked first (``Outputs.check``: exit 2, nothing written)."""
-        trace_path = trace_path_for(out, trace)
-        Outputs(out, trace_path, force).check()
+        paths are checked first (``Outputs.check``: exit 2, nothing written). ``stream``:
+        each row on stdout too, in that format; with ``out`` "-" only there (no file, and
+        a trace only when ``trace`` names one)."""
         columns = columns_for(tool_columns) + list(extra_columns or [])
-        writer = ResultsWriter(out, columns, resume, extra, optional=extra_columns or [])
-        tracer = TraceWriter(trace_path, append=resume, header=self.header(command))
+        writer: RowWriter
+        if str(out) == STDOUT_NAME:
+            writer = StreamWriter(RowStream(stream or "csv", columns, extra))
+            tracer = TraceWriter(trace, header=self.header(command))  # None: no trace
+        else:
+            trace_path = trace_path_for(out, trace)
+            Outputs(out, trace_path, force).check()
+            writer = ResultsWriter(out, columns, resume, extra, optional=extra_columns or [])
+            if stream is not None:
+                writer = Tee(writer, RowStream(stream, columns, extra))
+            tracer = TraceWriter(trace_path, append=resume, header=self.header(command))
         completed = False
         try:
             yield writer, tracer
