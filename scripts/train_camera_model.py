@@ -58,7 +58,7 @@ KIND_HEADS: dict[str, tuple[str, ...]] = {
     "lowlight_jpeg": ("under", "noise", "compression"), "shake_noise": ("blur", "noise"),
 }  # fmt: skip
 RESOLUTION_TARGETS = (4.8, 4.5, 3.4, 2.6, 1.6)
-CLEAN_WEIGHT = 4.0
+CLEAN_WEIGHT = 8.0
 
 
 def target(kind: str, level: int, head: str) -> float:

@@ -23,8 +23,11 @@ def shipped() -> CardSet:
 
 def test_the_shipped_default_sets(shipped: CardSet) -> None:
     assert [c.name for c in shipped.default_set(has_reference=False)] == [
-        *("sharpness", "noise", "blockiness", "pixelation"),
+        *("sharpness", "noise", "pixelation"),
         *("underexposure", "overexposure", "contrast", "posterization"),
+        # the camera model's heads and the resolution detector (trained on camera photos)
+        *("camera_blur", "camera_noise", "camera_compression", "camera_under", "camera_over"),
+        "resolution",
     ]
     assert [c.name for c in shipped.default_set(has_reference=True)] == [
         *("psnr", "ssim", "gmsd", "detail"),
