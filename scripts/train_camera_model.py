@@ -41,6 +41,7 @@ from agentiqa_cli.tools.camera_model import (
     CameraModel,
     fit_network,
 )
+from agentiqa_cli.tools.cards import Logistic, write_card_logistic
 
 ROOT = Path(__file__).resolve().parent.parent
 LOSSLESS_KINDS = ("blur", "motion_blur", "noise", "jpeg", "brighten", "darken", "pixelate")
@@ -114,6 +115,33 @@ def read_features(items: list[SynthItem], cache: Path) -> np.ndarray:
     return np.array([known[key[str(it.path)]] for it in items])
 
 
+# Each head's card maps its output to the 1-5 scale so that the clean images of photos the
+# head was not trained on (the 5 folds' predictions) read "none" at their 3rd percentile: the
+# clean plateau is set by how the model generalizes, not by the photos it has seen.
+CLEAN_PERCENTILE = 3.0
+LOW_ANCHOR = (1.8, 1.5)  # an output of 1.8 (level 4-5) still reads 1.5 ("extreme")
+
+
+def head_logistic(p3: float, photos: int) -> Logistic:
+    """``5 - 4 / (1 + exp(b2 (x - b3)))`` through (p3, 4.6) and ``LOW_ANCHOR``: 4.6 is the
+    "none" cut of tools/severity.py. A head whose clean images stay above the level-1 target
+    (4.2) is anchored there instead, so clean images keep the top of the scale."""
+    p3 = min(p3, 5.0 - 0.8)
+    hi = float(np.log(9.0))  # 4 / (1 + e) = 0.4
+    lo_x, lo_q = LOW_ANCHOR
+    lo = float(np.log(4.0 / (5.0 - lo_q) - 1.0))
+    b2 = (hi - lo) / (p3 - lo_x)
+    b3 = p3 - hi / b2
+    return Logistic(
+        params=[4.0, round(b2, 6), round(b3, 6), 0.0, 3.0],
+        source=(
+            f"scripts/train_camera_model.py: the head's output {p3:.2f} (the {CLEAN_PERCENTILE:g}th "
+            f"percentile of clean images of photos left out, 5 folds over {photos} fit images) "
+            f"reads 4.6, {lo_x} reads {lo_q}"
+        ),
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -122,6 +150,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=MODEL_PATH)
     ap.add_argument("--hidden", type=int, default=16)
     ap.add_argument("--l2", type=float, default=3e-3)
+    ap.add_argument(
+        "--cards", type=Path, default=ROOT / "tool_cards", help="write the heads' card curves here"
+    )
     args = ap.parse_args()
     items = _items(args.fitset)
     x = read_features(items, args.fitset / "camera_features.json")
@@ -166,6 +197,14 @@ def main() -> int:
     CameraModel.from_network(net, source=f"scripts/train_camera_model.py on {len(items)} "
                              f"images of {len(names)} fit images").save(args.out)  # fmt: skip
     print(f"wrote {args.out}")
+    if args.cards is not None:
+        for j, h in enumerate(HEADS):
+            p3 = float(np.percentile(pred[clean, j], CLEAN_PERCENTILE))
+            card = args.cards / f"camera_{h}.yaml"
+            write_card_logistic(card, head_logistic(p3, len(names)))
+            print(f"{card}: clean {CLEAN_PERCENTILE}th percentile (photos left out) {p3:.2f}")
+            if h == "blur":  # the resolution detector reads the detail head where it finds a lattice
+                write_card_logistic(args.cards / "resolution.yaml", head_logistic(p3, len(names)))
     return 0
 
 

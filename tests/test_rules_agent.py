@@ -203,3 +203,16 @@ def test_the_agents_evidence_is_the_signal_detectors_only() -> None:
 
     names = asyncio.run(go())
     assert "sharpness" in names and "noise" in names and "detail" not in names
+
+
+def test_low_light_is_named_as_dark_and_noisy() -> None:
+    from agentiqa_cli.agent.rules import low_light
+    from agentiqa_cli.records import Finding
+
+    dark = Finding(category="Brightness change", severity="severe", says="under-exposed")
+    bright = Finding(category="Brightness change", severity="severe", says="over-exposed")
+    noisy = Finding(category="Noise", severity="moderate")
+    quiet = Finding(category="Noise", severity="none")
+    assert low_light([dark, noisy])
+    assert not low_light([dark, quiet])  # dark but clean: under-exposure alone
+    assert not low_light([bright, noisy])

@@ -17,7 +17,6 @@ item's bytes depend on its photo, kind and level only.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from scipy import ndimage, signal
 from agentiqa_cli.bench.synth import (
     Array,
     SynthItem,
+    _codec,
     _from_u8,
     _read_rgb,
     _to_u8,
@@ -166,16 +166,8 @@ def resolution(x: Array, level: int, rng: np.random.Generator) -> Array:
     return _from_u8(np.asarray(small.resize((w, h), up)))
 
 
-def _jpeg(x: Array, quality: int) -> Array:
-    buf = io.BytesIO()
-    Image.fromarray(_to_u8(x)).save(buf, format="JPEG", quality=int(quality))
-    buf.seek(0)
-    with Image.open(buf) as im:
-        return _from_u8(np.asarray(im.convert("RGB")))
-
-
 def low_jpeg(x: Array, level: int, rng: np.random.Generator) -> Array:
-    return _jpeg(x, int(_param("low_jpeg", level)))
+    return _codec(x, format="JPEG", quality=int(_param("low_jpeg", level)))
 
 
 SIMPLE: dict[str, CameraKind] = {
