@@ -8,20 +8,24 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check
+.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check camera-model light-check
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
 	@echo "make bench  - throughput and quality figures (not a test)"
+	@echo "make light-check - the core install (no extras) in a fresh venv: no torch, size"
 
 # each step holds a lock: two targets set up at once (make demo beside make realset on a fresh
 # clone) take turns instead of installing torch into one venv together, which corrupts it
 LOCK := flock $(VENV).lock
 
+# everything [all] holds but vllm, whose server runs from its own venv (make vllm-env) on a
+# torch of its own; `pip install agentiqa` alone is the light core (make light-check)
+
 $(STAMP): pyproject.toml
 	$(LOCK) sh -c 'test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)'
 	$(LOCK) $(PIP) install $(TORCH_PINS)
-	$(LOCK) $(PIP) install -e '.[dev,ray]' $(TORCH_PINS)
+	$(LOCK) $(PIP) install -e '.[pyiqa,ray,plot,dev]' $(TORCH_PINS)
 	@# NIQE's parameters from the Apache-2.0 basicsr sdist on PyPI (pyiqa would fetch them from the Hub)
 	$(LOCK) $(BIN)/python scripts/prefill_niqe.py
 	touch $(STAMP)
@@ -46,6 +50,12 @@ demo: setup
 fit-cards: setup
 	$(BIN)/python scripts/fit_builtin_cards.py
 	$(BIN)/python scripts/calibrate_cards.py
+
+# the camera model's weights (tool_cards/camera_model.json): trained on the fit set's camera and
+# lossless series (built into .cache/fitset), on the CPU; the realset stays held out
+camera-model: setup
+	$(BIN)/python scripts/realset.py --spec scripts/fitset.yaml --cache .cache/fitset
+	$(BIN)/python scripts/train_camera_model.py
 
 # clean real images (Debian wallpaper packages + scikit-image photos) and their distorted
 # series, cached in .cache/realset/ (scripts/realset.yaml lists them with licence and style)
@@ -82,6 +92,11 @@ unit: setup
 
 test: setup lint typecheck vllm-env browser
 	AGENTIQA_REQUIRE_VLLM=1 AGENTIQA_REQUIRE_BROWSER=1 AGENTIQA_REQUIRE_RAY=1 $(BIN)/python -m pytest -q --durations=10
+
+# `pip install agentiqa` without extras into a fresh temporary venv (packages from the index):
+# no torch or pyiqa, score and assess run, a pyiqa tool exits 2 naming the extra; prints size
+light-check:
+	$(PYTHON) scripts/light_install.py
 
 bench: setup
 	$(BIN)/python scripts/bench.py

@@ -26,7 +26,7 @@ from agentiqa_cli.imaging.load import (
     max_file_bytes,
     open_regular,
 )
-from agentiqa_cli.io.results import ResultsWriter
+from agentiqa_cli.io.stream import RowWriter
 from agentiqa_cli.io.trace import NO_TRACE, ImageTrace, TraceWriter
 from agentiqa_cli.records import Result, ToolRequest, ToolScore, Usage
 
@@ -167,7 +167,7 @@ class BatchSummary:
         self,
         job: Job,
         result: Result,
-        writer: ResultsWriter | None,
+        writer: RowWriter | None,
         on_result: Callable[[Result], None] | None,
     ) -> None:
         """A finished row: written, kept, reported (every engine ends an image here)."""
@@ -242,7 +242,7 @@ async def run_batch(
     *,
     fingerprint: str,
     decoder: Decoder,
-    writer: ResultsWriter | None,
+    writer: RowWriter | None,
     trace: TraceWriter,
     concurrency: int = 4,
     on_result: Callable[[Result], None] | None = None,

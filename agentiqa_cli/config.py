@@ -49,7 +49,7 @@ class Settings(BaseModel):
     zoom: Literal["off", "on", "auto"] = Field(
         "auto",
         description="context-aware probing: close-ups of the original (auto: images above "
-        "4x the VLM pixel budget)",
+        "4x the VLM pixel budget, with a VLM; the rules backend reads every pixel already)",
     )
     zoom_turns: int = Field(6, ge=1, le=6, description="VLM calls per probe, final included")
     query: str = DEFAULT_QUERY

@@ -15,6 +15,18 @@ class UnknownToolError(ConfigError):
     pass
 
 
+class MissingExtraError(ConfigError):
+    """What was asked for needs an optional part of the install (``pip install
+    'agentiqa[EXTRA]'``) that is not there: a usage error, named once, never a traceback."""
+
+    def __init__(self, what: str, extra: str, hint: str = ""):
+        self.extra = extra
+        super().__init__(
+            f"{what} needs the {extra} extra, which is not installed: "
+            f"pip install 'agentiqa[{extra}]'{hint}"
+        )
+
+
 class ImageError(AgentIQAError):
     """One input could not be decoded; becomes an error row, never ends a batch."""
 
@@ -42,3 +54,10 @@ class OutputWriteError(AgentIQAError):
     before are complete; the run stops."""
 
     exit_code = 3
+
+
+class ReaderGone(OutputWriteError):
+    """stdout was the run's only output (``-o -``) and its reader closed it (``| head``):
+    no further row can be delivered, so the run stops, with exit 0 as a finished run."""
+
+    exit_code = 0

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentiqa_cli.batch import BatchSummary, content_hashes, error_result, job_key, run_batch
 from agentiqa_cli.config import Settings
-from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.errors import ConfigError, MissingExtraError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import max_file_bytes
 from agentiqa_cli.io.results import DoneRows
@@ -42,7 +42,7 @@ from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
 
 if TYPE_CHECKING:
-    from agentiqa_cli.io.results import ResultsWriter
+    from agentiqa_cli.io.stream import RowWriter
     from agentiqa_cli.runtime import Runtime
 
 
@@ -224,8 +224,8 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError(
-            "--engine ray needs Ray Data: pip install 'agentiqa[ray]' (or use --engine local)"
+        raise MissingExtraError(
+            "--engine ray (Ray Data)", "ray", " (or use --engine local)"
         ) from None
     return ray
 
@@ -236,7 +236,7 @@ async def run_on_ray(
     spec: WorkSpec,
     *,
     trace: TraceWriter,
-    writer: ResultsWriter | None,
+    writer: RowWriter | None,
     on_result: Callable[[Result], None] | None,
     on_skip: Callable[[Job], None] | None,
 ) -> BatchSummary:
@@ -254,7 +254,7 @@ def _drive(
     jobs: list[Job],
     spec: WorkSpec,
     trace: TraceWriter,
-    writer: ResultsWriter | None,
+    writer: RowWriter | None,
     on_result: Callable[[Result], None] | None,
     on_skip: Callable[[Job], None] | None,
 ) -> BatchSummary:
@@ -331,7 +331,7 @@ def _deliver(
     result: Result,
     events: Sequence[str],
     trace: TraceWriter,
-    writer: ResultsWriter | None,
+    writer: RowWriter | None,
     on_result: Callable[[Result], None] | None,
 ) -> None:
     for e in events:

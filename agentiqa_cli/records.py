@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+# re-exported: records are where most modules import the category type from
+from agentiqa_cli.categories import CATEGORIES as CATEGORIES
+from agentiqa_cli.categories import Category as Category
 
 # Quality levels, worst first: the level's index + 1 is its score on the 1–5 scale.
 Level = Literal["bad", "poor", "fair", "good", "excellent"]
@@ -19,18 +24,6 @@ LEVELS: tuple[Level, ...] = get_args(Level)
 PresentSeverity = Literal["slight", "moderate", "severe", "extreme"]
 Severity = Literal["none", PresentSeverity]
 SEVERITIES: tuple[Severity, ...] = ("none", *get_args(PresentSeverity))
-
-# Seed 000 Appendix A.2: the executor's valid distortion categories.
-Category = Literal[
-    "Blurs",
-    "Color distortions",
-    "Compression",
-    "Noise",
-    "Brightness change",
-    "Sharpness",
-    "Contrast",
-]
-CATEGORIES: tuple[Category, ...] = get_args(Category)
 
 # how many images a round of `agentiqa evaluate` samples, and sub-aspects a query names
 EVAL_N_MIN, EVAL_N_MAX = 3, 9
@@ -48,6 +41,18 @@ Status = Literal["ok", "error"]
 def level_of(score: float) -> Level:
     """The level whose integer score is nearest (1 bad … 5 excellent)."""
     return LEVELS[min(4, max(0, math.floor(score + 0.5) - 1))]
+
+
+_LEVEL_WORDS = re.compile(rf"^({'|'.join(LEVELS)}) quality\b", re.IGNORECASE)
+
+
+def answer_at_level(answer: str, level: str) -> str:
+    """``answer`` with a leading "<level> quality" set to the row's ``level``, so the words
+    a user reads match the row's level when the score moved after the answer was written
+    (a probe's penalties, the findings' cap). Other answers are kept as written."""
+    if not level:
+        return answer
+    return _LEVEL_WORDS.sub(f"{level.capitalize()} quality", answer, count=1)
 
 
 @dataclass(frozen=True)
@@ -196,6 +201,14 @@ class Finding(Record):
     category: Category
     severity: Severity = "moderate"
     reason: str = ""
+    # what the distortion is within its category when the category alone does not say it
+    # (under-exposed / over-exposed, resolution loss): categories.Distortion.says
+    says: str = ""
+
+    @property
+    def named(self) -> str:
+        """The category in words, with what it is when that adds anything."""
+        return self.category.lower() + (f" ({self.says})" if self.says else "")
 
 
 class ToolScore(Record):
@@ -209,6 +222,10 @@ class ToolScore(Record):
     # False: its card has no fitted logistic, so ``norm`` keeps order but not the 1-5
     # scale, and fusions leave it out (``scoring.fusable``)
     calibrated: bool = True
+    # the data its card's logistic was fitted on when that is not the run's own (a pyiqa
+    # no-reference card's shipped curve, ``CardSet.fitted_elsewhere``): ``norm``'s level is
+    # that data's, not necessarily this image's
+    fit: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -258,7 +275,9 @@ class Result(Record):
 
     def distortions_cell(self) -> str:
         return ";".join(
-            f"{f.category.lower().replace(' ', '_')}:{f.severity}"
+            f"{f.category.lower().replace(' ', '_')}"
+            + (f"({f.says})" if f.says else "")
+            + f":{f.severity}"
             + ("" if f.scope == "Global" else f"@{f.scope}")
             for f in self.distortions
         )

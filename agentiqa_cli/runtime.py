@@ -33,11 +33,13 @@ from agentiqa_cli.imaging.discover import Job, discover, pair
 from agentiqa_cli.io.guard import Outputs, trace_path_for
 from agentiqa_cli.io.read import read_bytes
 from agentiqa_cli.io.results import ResultsWriter, columns_for
+from agentiqa_cli.io.stream import STDOUT_NAME, RowFormat, RowStream, RowWriter, StreamWriter, Tee
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
 from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
 from agentiqa_cli.scoring import ToolScorer
 from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
+from agentiqa_cli.tools.extras import require_extras
 from agentiqa_cli.tools.runner import ToolRunner
 from agentiqa_cli.tools.weights import candidates, offered_learned
 from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
@@ -115,7 +117,7 @@ class Runtime:
         *,
         command: str,
         trace: TraceWriter,
-        writer: ResultsWriter | None = None,
+        writer: RowWriter | None = None,
         on_result: Callable[[Result], None] | None = None,
         on_skip: Callable[[Job], None] | None = None,
         remote: Callable[[Runtime], Awaitable[Process]] | None = None,
@@ -162,7 +164,13 @@ class Runtime:
             fr = [c.name for c in cards if c.mode == "FR"]
             if fr:
                 raise ConfigError(f"full-reference tool(s) {', '.join(fr)} need --ref")
+        require_extras(cards)
         return cards
+
+    def fit_notes(self, cards: Sequence[ToolCard]) -> list[str]:
+        """A line for each of ``cards`` whose 1-5 curve was fitted on other data than the
+        run's (``CardSet.fit_note``): said once on stderr; each row's ToolScore.fit names it."""
+        return [note for c in cards if (note := self.cards.fit_note(c))]
 
     def scorer(self, cards: Sequence[ToolCard], fusion: str | None = None) -> ToolScorer:
         return ToolScorer(self.runner, list(cards), fusion or self.settings.fusion)
@@ -182,7 +190,9 @@ class Runtime:
         before any output is opened (exit 2, earlier outputs untouched)."""
         _ = self.prompts, self.runner, self._backend, self.advisor
         if self.settings.tools:
-            self.cards.resolve(self.settings.tools)
+            cards = self.cards.resolve(self.settings.tools)
+            require_extras(cards)
+            self.notes.extend(self.fit_notes(cards))
 
     async def connect(self) -> None:
         """Check the VLM once before a batch, so a dead server or a wrong model fails once.
@@ -319,15 +329,25 @@ class Runtime:
         extra_columns: list[str] | None = None,
         extra: Callable[[Result], Mapping[str, str]] | None = None,
         force: bool = False,
-    ) -> Iterator[tuple[ResultsWriter, TraceWriter]]:
+        stream: RowFormat | None = None,
+    ) -> Iterator[tuple[RowWriter, TraceWriter]]:
         """The results CSV and its trace, closed as complete only when the block completes.
         ``extra_columns`` are a command's own columns, filled per row by ``extra``; the
-        paths are checked first (``Outputs.check``: exit 2, nothing written)."""
-        trace_path = trace_path_for(out, trace)
-        Outputs(out, trace_path, force).check()
+        paths are checked first (``Outputs.check``: exit 2, nothing written). ``stream``:
+        each row on stdout too, in that format; with ``out`` "-" only there (no file, and
+        a trace only when ``trace`` names one)."""
         columns = columns_for(tool_columns) + list(extra_columns or [])
-        writer = ResultsWriter(out, columns, resume, extra, optional=extra_columns or [])
-        tracer = TraceWriter(trace_path, append=resume, header=self.header(command))
+        writer: RowWriter
+        if str(out) == STDOUT_NAME:
+            writer = StreamWriter(RowStream(stream or "csv", columns, extra))
+            tracer = TraceWriter(trace, header=self.header(command))  # None: no trace
+        else:
+            trace_path = trace_path_for(out, trace)
+            Outputs(out, trace_path, force).check()
+            writer = ResultsWriter(out, columns, resume, extra, optional=extra_columns or [])
+            if stream is not None:
+                writer = Tee(writer, RowStream(stream, columns, extra))
+            tracer = TraceWriter(trace_path, append=resume, header=self.header(command))
         completed = False
         try:
             yield writer, tracer

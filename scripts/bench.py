@@ -20,6 +20,9 @@ Not a test: it prints numbers. Sections (each says what it compares):
   9. `--engine ray` on a local Ray instance with 2 CPUs against the local engine, `score` with
      the default set on the same 200 images, each 5 times: throughput after start-up, Ray's
      start-up apart, and the rows compared.
+ 10. `report` on a 10,000-row results CSV (10,000 small generated images): building it
+     (every image measured), writing the page, its size, and Chromium's time to load it,
+     to sort the table of every image by score and to filter it by a finding.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -524,6 +528,90 @@ def bench_ray(n: int) -> None:
           "every tool's raw and 1-5 score)")  # fmt: skip
 
 
+def make_report_set(n: int) -> Path:
+    """``n`` small distinct JPEGs and a results CSV over them, as `assess --zoom on` writes
+    it (scores of every level, scoped findings with boxes, some error rows)."""
+    import csv
+
+    from PIL import Image
+
+    folder = WORK / f"report-{n}"
+    csv_path = folder / "results.csv"
+    if csv_path.is_file():
+        return csv_path
+    rng = np.random.default_rng(0)
+    (folder / "img").mkdir(parents=True, exist_ok=True)
+    cats = ["blurs", "noise", "compression", "contrast", "color_distortions"]
+    with open(csv_path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["image", "status", "error", "score", "level", "answer", "distortions"])
+        for i in range(n):
+            name = f"img/{i:05d}.jpg"
+            small = rng.integers(0, 256, (9, 12, 3), dtype=np.uint8)
+            Image.fromarray(small).resize((128, 96), Image.Resampling.BICUBIC).save(
+                folder / name, quality=85
+            )
+            if i % 97 == 0:
+                w.writerow([name, "error", f"{name}: corrupt or truncated image", "", "", "", ""])
+                continue
+            score = float(rng.uniform(1, 5))
+            found = ";".join(
+                f"{c}:moderate" + (f"@crop1 [0.1, 0.2, 0.5, {0.6 + k / 10:.1f}]" if k else "")
+                for k, c in enumerate(cats)
+                if rng.random() < 0.2
+            )
+            w.writerow([name, "ok", "", f"{score:.3f}", "", f"answer {i}", found])
+    return csv_path
+
+
+def bench_report(n: int = 10_000) -> None:
+    header(f"10. report on {n:,} rows: build, page size, Chromium load / sort / filter")
+    from agentiqa_cli.report import build_report, render_html
+
+    csv_path = make_report_set(n)
+    t0 = time.perf_counter()
+    report = build_report(csv_path, workers=2)
+    t_build = time.perf_counter() - t0
+    page = csv_path.with_name("report.html")
+    t0 = time.perf_counter()
+    page.write_text(render_html(report, page=page), encoding="utf-8")
+    t_html = time.perf_counter() - t0
+    size = page.stat().st_size
+    print(f"build (measure {n:,} images, 2 workers): {t_build:6.1f} s; page written in "
+          f"{t_html:.2f} s: {size / 2**20:.1f} MiB ({size / n / 1024:.1f} KiB per row)")  # fmt: skip
+    chromium = os.environ.get("AGENTIQA_CHROMIUM") or shutil.which("chromium")
+    if not chromium:
+        print("Chromium: not installed (make browser); load time not measured")
+        return
+    from playwright.sync_api import sync_playwright
+
+    loads, sorts, filters = [], [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            for _ in range(3):
+                tab = browser.new_page(viewport={"width": 1280, "height": 900})
+                t0 = time.perf_counter()
+                tab.goto(page.as_uri(), wait_until="load")
+                tab.evaluate("() => new Promise(r => requestAnimationFrame(() => r(0)))")
+                loads.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                tab.click("#images [data-sort=score] button")
+                tab.evaluate("() => new Promise(r => requestAnimationFrame(() => r(0)))")
+                sorts.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                tab.select_option("#finding", "distortion:noise")
+                tab.evaluate("() => new Promise(r => requestAnimationFrame(() => r(0)))")
+                filters.append(time.perf_counter() - t0)
+                tab.close()
+        finally:
+            browser.close()
+    med = statistics.median
+    print(f"Chromium (headless, median of 3): load to first frame {med(loads):.2f} s, "
+          f"sort by score {med(sorts):.2f} s, filter by a finding {med(filters):.2f} s "
+          "(goal: load < 3 s)")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -533,7 +621,7 @@ def main() -> None:
     args = ap.parse_args()
     sections = {1: lambda: bench_score(args.images), 3: bench_detectors, 4: lambda: bench_agent(100),
                 5: lambda: bench_vllm(8), 6: bench_synth, 7: bench_evaluate, 8: bench_process,
-                9: lambda: bench_ray(args.images)}  # fmt: skip
+                9: lambda: bench_ray(args.images), 10: bench_report}  # fmt: skip
     for k, fn in sections.items():
         if args.only and k not in args.only and not (k == 1 and 2 in args.only):
             continue

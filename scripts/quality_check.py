@@ -50,17 +50,18 @@ from PIL import Image
 
 from agentiqa_cli.batch import Process
 from agentiqa_cli.bench.builtin_fit import TARGETS, Reading, fit_detector, read_items
-from agentiqa_cli.bench.goals import goals, judged_clean, recall_goals
+from agentiqa_cli.bench.camera import size_series
+from agentiqa_cli.bench.goals import goals, judged_clean, passes_gate, recall_goals
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.realset import load_records
 from agentiqa_cli.bench.runs import Bench
-from agentiqa_cli.bench.synth import CHECK_KINDS, PHOTOS, generate, sample_photos
+from agentiqa_cli.bench.synth import CHECK_KINDS, PHOTOS, SynthItem, generate, sample_photos
 from agentiqa_cli.bench.synth_eval import MODERATE_OR_WORSE, SynthRow, evaluate_synth, load_manifest
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import AgentIQAError
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.records import Result
+from agentiqa_cli.records import LEVELS, Result
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.scoring import fuse_tools
@@ -266,7 +267,24 @@ def realset_main(argv: list[str]) -> int:
         action="store_true",
         help="also count the photos the detectors were fitted on",
     )
+    ap.add_argument(
+        "--series",
+        default="lossless,camera,size",
+        help="which series to measure: lossless (PNG), camera (damage, then a camera JPEG), "
+        "size (camera clean and level 3 at 1/2x, 1x, 2x)",
+    )
     args = ap.parse_args(argv)
+    series = {s for s in args.series.split(",") if s}
+    has_camera = (args.realset / "camera" / "manifest.csv").exists()
+    if series & {"camera", "size"} and not has_camera:
+        print("quality: no camera series in the realset (make realset)", file=sys.stderr)
+        return 2
+    if "camera" in series:
+        camera_main(args.realset, _code_digest())
+    if "size" in series:
+        size_main(args.realset, _code_digest())
+    if "lossless" not in series:
+        return 0
     try:
         records = load_records(args.realset)
         synth = load_manifest(args.realset / "synth" / "manifest.csv")
@@ -413,6 +431,143 @@ def realset_main(argv: list[str]) -> int:
             f"gate {g.score or 0:4.2f}  {fs or '-'}{a.error}"
         )
     return 0
+
+
+def _camera_rows(realset: Path, digest: str) -> tuple[list[SynthRow], dict[str, list[Result]]]:
+    rows = load_manifest(realset / "camera" / "manifest.csv")
+    series = [r for r in rows if r.kind != "clean_q75"]
+    q75 = [r for r in rows if r.kind == "clean_q75"]
+    cache = realset / "quality"
+
+    async def run_all() -> dict[str, list[Result]]:
+        paths = [r.image for r in series]
+        return {
+            "assess": await _run_method("assess", paths, cache, digest),
+            "score": await _run_method("score", paths, cache, digest),
+            "gate": await _run_method("gate", paths, cache, digest),
+            "q75_assess": await _run_method("assess", [r.image for r in q75], cache, digest),
+            "q75_gate": await _run_method("gate", [r.image for r in q75], cache, digest),
+        }
+
+    return series, asyncio.run(run_all())
+
+
+def camera_main(realset: Path, digest: str) -> None:
+    """The camera series (bench.camera): per kind, assess's and score's SRCC against the level,
+    level 4-5 judged damaged, the gate on level 5; clean camera JPEGs (q80-95 and q75) judged
+    clean and passing the gate; the goals of issue 22."""
+    series, rows = _camera_rows(realset, digest)
+    print(
+        f"\n== camera series: {len({r.content for r in series})} held-out photos at "
+        f"{max(Image.open(series[0].image).size)} px, {len({r.kind for r in series}) - 1} kinds "
+        "x levels 1-5, each saved as a camera JPEG (q80-95) after its damage"
+    )
+    rep = evaluate_synth(
+        series,
+        {"assess": [r.score for r in rows["assess"]], "score": [r.score for r in rows["score"]]},
+    )
+    a, s = rep.methods
+    print(f"{'kind':14s} {'assess':>7s} {'score':>7s} {'L4-5 dmg':>9s} {'gate L5':>8s}")
+    worst_heavy = 1.0
+    for i, k in enumerate(a.kinds):
+        heavy = [
+            judged_clean(r)
+            for r, sr in zip(rows["assess"], series, strict=True)
+            if sr.kind == k.kind and sr.level >= 4
+        ]
+        dmg = [not c for c in heavy if c is not None]
+        l5 = [
+            passes_gate(r)
+            for r, sr in zip(rows["gate"], series, strict=True)
+            if sr.kind == k.kind and sr.level == 5
+        ]
+        fails = [not p for p in l5 if p is not None]
+        rate = sum(dmg) / max(1, len(dmg))
+        worst_heavy = min(worst_heavy, rate)
+        print(
+            f"{k.kind:14s} {k.srcc_within or 0:7.3f} {s.kinds[i].srcc_within or 0:7.3f} "
+            f"{_pct(rate):>9s} {_pct(sum(fails) / max(1, len(fails))):>8s}"
+        )
+    clean_a = [r for r, sr in zip(rows["assess"], series, strict=True) if sr.level == 0]
+    clean_g = [r for r, sr in zip(rows["gate"], series, strict=True) if sr.level == 0]
+    l5_g = [r for r, sr in zip(rows["gate"], series, strict=True) if sr.level == 5]
+
+    def rate(flags: list[bool | None], invert: bool = False) -> float:
+        ok = [f != invert for f in flags if f is not None]
+        return sum(ok) / max(1, len(ok))
+
+    table = [
+        ("assess SRCC vs level (mean per kind)", a.mean_srcc_within or 0, 0.95),
+        ("score SRCC vs level (mean per kind)", s.mean_srcc_within or 0, 0.95),
+        ("assess clean above heavy (other photos)", a.rank_rate or 0, 0.97),
+        ("level 4-5 judged damaged, worst kind", worst_heavy, 0.95),
+        ("clean q80-95 judged clean", rate([judged_clean(r) for r in clean_a]), 0.97),
+        ("clean q75 judged clean", rate([judged_clean(r) for r in rows["q75_assess"]]), 0.97),
+        ("gate (min, 3) passes clean q80-95", rate([passes_gate(r) for r in clean_g]), 0.95),
+        ("gate (min, 3) passes clean q75", rate([passes_gate(r) for r in rows["q75_gate"]]), 0.95),
+        ("gate (min, 3) fails level 5", rate([passes_gate(r) for r in l5_g], invert=True), 0.90),
+    ]
+    print(f"\n{'camera goal':42s} {'value':>8s} {'target':>8s}  met")
+    for name, v, t in table:
+        print(f"{name:42s} {v:8.3f} {t:8.2f}  {'yes' if v >= t else 'NO'}")
+    for label, group in (("q80-95", clean_a), ("q75", rows["q75_assess"])):
+        flagged = [r for r in group if judged_clean(r) is False]
+        for r in flagged:
+            fs = "; ".join(
+                f"{f.category}:{f.severity}" for f in r.distortions if f.severity != "none"
+            )
+            print(f"  clean {label} judged damaged: {Path(r.image).name} {r.score or 0:.2f} {fs}")
+
+
+def size_main(realset: Path, digest: str) -> None:
+    """The same photo at ½×, 1× and 2× (bench.camera.size_series): clean camera JPEGs and
+    level 3 of every camera kind, every third held-out photo; level agreement and |Δscore|
+    of ``assess`` against the 1× row, and whether each row's answer words match its level."""
+    rows = load_manifest(realset / "camera" / "manifest.csv")
+    photos = sorted({r.content for r in rows})[::3]
+    base = [
+        SynthItem(r.image, r.reference or r.image, r.kind, r.level)
+        for r in rows
+        if r.content in photos and (r.level == 3 or r.kind == "clean")
+    ]
+    copies = size_series(base, realset / "camera_size")
+    cache = realset / "quality"
+
+    async def run_all() -> tuple[list[Result], list[Result]]:
+        one = await _run_method("assess", [b.path for b in base], cache, digest)
+        other = await _run_method("assess", [p for _, _, p in copies], cache, digest)
+        return one, other
+
+    one, other = asyncio.run(run_all())
+    at_1x = {b.path: r for b, r in zip(base, one, strict=True)}
+    deltas, agree, worded = [], [], []
+    by_factor: dict[float, list[float]] = {}
+    for (it, f, _), r in zip(copies, other, strict=True):
+        r1 = at_1x[it.path]
+        for row in (r, r1):
+            worded.append(row.answer.lower().startswith(f"{row.level} quality"))
+        if r.score is None or r1.score is None:
+            continue
+        d = abs(r.score - r1.score)
+        deltas.append(d)
+        by_factor.setdefault(f, []).append(d)
+        agree.append(abs(LEVELS.index(r.level) - LEVELS.index(r1.level)) <= 1)  # type: ignore[arg-type]
+        if d > 0.75:
+            print(f"  size: {it.path.name} at {f:g}x {r.score:.2f} vs {r1.score:.2f} at 1x")
+    print(
+        f"\n== size: {len(base)} camera images ({len(photos)} photos, clean + level 3 of each "
+        f"kind) at 1/2x and 2x against 1x (assess)"
+    )
+    print(f"{'size goal':42s} {'value':>8s} {'target':>8s}  met")
+    table = [
+        ("level within one of 1x", sum(agree) / max(1, len(agree)), 1.0, True),
+        ("mean |score - score at 1x|", float(np.mean(deltas)), 0.25, False),
+        ("answer words match the row's level", sum(worded) / max(1, len(worded)), 1.0, True),
+    ]
+    for name, v, t, up in table:
+        print(f"{name:42s} {v:8.3f} {t:8.2f}  {'yes' if (v >= t if up else v <= t) else 'NO'}")
+    for f, ds in sorted(by_factor.items()):
+        print(f"  at {f:g}x: mean |delta| {np.mean(ds):.3f}, worst {max(ds):.2f}")
 
 
 def main() -> int:

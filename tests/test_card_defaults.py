@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from agentiqa_cli.categories import DETECTOR_CATEGORY
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import CardSet, load_cards
-from agentiqa_cli.tools.severity import CATEGORY
 from tests.test_cli_score import invoke
 
 
@@ -23,8 +23,11 @@ def shipped() -> CardSet:
 
 def test_the_shipped_default_sets(shipped: CardSet) -> None:
     assert [c.name for c in shipped.default_set(has_reference=False)] == [
-        *("sharpness", "noise", "blockiness", "pixelation"),
+        *("sharpness", "noise", "pixelation"),
         *("underexposure", "overexposure", "contrast", "posterization"),
+        # the camera model's heads and the resolution detector (trained on camera photos)
+        *("camera_blur", "camera_noise", "camera_compression", "camera_under", "camera_over"),
+        "resolution",
     ]
     assert [c.name for c in shipped.default_set(has_reference=True)] == [
         *("psnr", "ssim", "gmsd", "detail"),
@@ -44,8 +47,8 @@ def test_weight_free_is_every_card_of_the_mode_without_weights(shipped: CardSet)
 def test_a_detectors_category_is_the_first_of_its_distortions(shipped: CardSet) -> None:
     assert shipped.get("pixelation").category == "Compression"  # as the planner files it
     assert shipped.get("psnr").category is None  # no strengths listed
-    # tools/severity.py still names each detector's category; it must agree with the card
-    for name, (category, _) in CATEGORY.items():
+    # categories.py names each detector's category; it must agree with the card
+    for name, category in DETECTOR_CATEGORY.items():
         assert shipped.get(name).category == category, name
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agentiqa_cli import categories
 from agentiqa_cli.bench.synth import bundled_photos
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError
@@ -304,6 +305,25 @@ def test_build_from_a_mos_table(tmp_path: Path, capsys: pytest.CaptureFixture[st
     best = {(r.source, r.kind): r.best for r in p.records}
     assert best[("astronaut", "white_noise")] == "noise"
     assert best[("astronaut", "gaussian_blur")] == "sharpness"
+
+
+def test_build_names_a_category_without_a_synthetic_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Contrast loses its one synthetic kind, as a category whose kinds are not written yet
+    kept = tuple(d for d in categories.DISTORTIONS if d.category != "Contrast")
+    monkeypatch.setattr(categories, "DISTORTIONS", kept)
+    data = tmp_path / "clean"
+    save_rgb(data / "c0.png", natural_like(96, 128, seed=0))
+    pool = tmp_path / "pool.db"
+    code, _ = invoke("experience", "build", data, "--out", pool, "--tools", "noise,sharpness",
+                     "--categories", "Contrast", "--size", "128", "-q")  # fmt: skip
+    assert code == 2 and "no synthetic distortion kind for Contrast" in capsys.readouterr().err
+    code, _ = invoke("experience", "build", data, "--out", pool, "--tools", "noise,sharpness",
+                     "--categories", "Noise,Contrast", "--size", "128")  # fmt: skip
+    assert code == 0
+    assert "no synthetic distortion kind for Contrast: left out" in capsys.readouterr().err
+    assert set(read_pool(pool).entries) == {"NR|Noise"}
 
 
 def test_assess_with_evolve_appends_records_and_traces_them(tmp_path: Path) -> None:

@@ -95,3 +95,14 @@ def test_cap_stays_within_the_severity_band() -> None:
     # the detector read "severe" but the finding says moderate: the band wins, words agree
     assert cap_for(f, {"sharpness": 2.0}) == pytest.approx(3.0)
     assert cap_for(f, {"sharpness": 3.4}) == pytest.approx(3.4)
+
+
+def test_answer_words_follow_the_rows_level() -> None:
+    from agentiqa_cli.records import answer_at_level
+
+    assert answer_at_level("Fair quality; the main problem is x.", "bad") == (
+        "Bad quality; the main problem is x."
+    )
+    assert answer_at_level("good quality, sharp", "poor") == "Poor quality, sharp"
+    assert answer_at_level("The bird is in focus.", "bad") == "The bird is in focus."
+    assert answer_at_level("Fair quality.", "") == "Fair quality."

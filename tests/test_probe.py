@@ -230,6 +230,12 @@ def test_should_zoom(mode: str, w: int, h: int, want: bool) -> None:
     assert should_zoom(mode, w, h, 448 * 448) is want
 
 
+def test_auto_does_not_probe_a_judge_that_reads_every_pixel() -> None:
+    assert should_zoom("auto", 4000, 3000, 448 * 448) is True
+    assert should_zoom("auto", 4000, 3000, 448 * 448, full_resolution=True) is False
+    assert should_zoom("on", 400, 300, 448 * 448, full_resolution=True) is True
+
+
 def test_should_zoom_rejects_unknown_modes() -> None:
     with pytest.raises(ValueError, match="off, on, auto"):
         should_zoom("always", 10, 10, 100)

@@ -35,13 +35,19 @@ ZoomMode = Literal["off", "on", "auto"]
 ZOOM_MODES: tuple[str, ...] = ("off", "on", "auto")
 
 
-def should_zoom(mode: str, width: int, height: int, pixel_budget: int) -> bool:
-    """Whether to probe an image: ``auto`` when it has more than 4× the VLM pixel budget,
-    i.e. when the global view loses at least half the resolution along each side."""
+def should_zoom(
+    mode: str, width: int, height: int, pixel_budget: int, full_resolution: bool = False
+) -> bool:
+    """Whether to probe an image: ``auto`` when the global view loses at least half the
+    resolution along each side, i.e. a model that sees the image shrunk to ``pixel_budget``
+    and the image has more than 4× that. ``full_resolution``: the judge already reads every
+    pixel (the rules backend's detectors read full-resolution crops), so ``auto`` has no view
+    to make up for and does not probe; probing it anyway made large photos score lower than
+    the same photo at half the size. ``on`` always probes."""
     if mode not in ZOOM_MODES:
         raise ValueError(f"zoom mode must be one of {', '.join(ZOOM_MODES)}, got {mode!r}")
     if mode == "auto":
-        return width * height > AUTO_ZOOM_FACTOR * pixel_budget
+        return not full_resolution and width * height > AUTO_ZOOM_FACTOR * pixel_budget
     return mode == "on"
 
 

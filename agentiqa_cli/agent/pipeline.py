@@ -50,6 +50,7 @@ from agentiqa_cli.records import (
     ToolScore,
     Track,
     Usage,
+    answer_at_level,
     level_of,
 )
 from agentiqa_cli.scoring import fusable, fuse_tools
@@ -275,7 +276,7 @@ class Agent:
         result.score = score
         # no score, no level: the summarizer's stated level alone is not a measurement
         result.level = level_of(score) if score is not None else ""
-        result.answer = summary.answer
+        result.answer = answer_at_level(summary.answer, result.level)
         result.distortions = [f for f in findings if f.severity != "none"]
         result.tools = scores
         result.usage = usage
@@ -350,8 +351,9 @@ class Agent:
         original find local artefacts the global view misses. With the rules backend (or
         when the VLM fails and ``--vlm-fallback rules`` is set) the rules version runs."""
         width, height = pair.image.size
+        rules_only = self.ask.vlm.name == "rules"
         if plan.query_type != "IQA" or not should_zoom(
-            self.opt.zoom, width, height, self.opt.pixel_budget
+            self.opt.zoom, width, height, self.opt.pixel_budget, full_resolution=rules_only
         ):
             return None
 
@@ -363,7 +365,7 @@ class Agent:
             return probe_rules(pair.image, self.cards, emit, turns=self.opt.zoom_turns,
                                pixel_budget=self.opt.pixel_budget, readings=readings)  # fmt: skip
 
-        if self.ask.vlm.name == "rules":
+        if rules_only:
             return await asyncio.to_thread(rules)
         prober = Prober(self.ask, usage, pair.trace, self.opt.query, evidence)
         try:

@@ -12,27 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from agentiqa_cli.categories import query_regexes
 from agentiqa_cli.records import MAX_SCOPES, Category, Plan, PlanSwitches
 
-# Order matters only for the order categories are reported in: first mention first.
-_DISTORTION_PATTERNS: tuple[tuple[Category, str], ...] = (
-    ("Blurs", r"blur\w*|defocus\w*|(?:out of |in |un)?focus\w*|motion|shak(?:e|y|en)"),
-    ("Blurs", r"smear\w*"),
-    ("Noise", r"nois\w*|grain\w*|speckl\w*"),
-    ("Compression", r"jpe?g\w*|compress\w*|block\w*|artefact\w*|artifact\w*|ringing"),
-    ("Compression", r"banding|pixelat\w*|macroblock\w*"),
-    ("Brightness change", r"bright\w*|dark\w*|dim|dimly|gloomy|(?:under|over) ?expos\w*"),
-    ("Brightness change", r"expos\w*|lighting|lit|illuminat\w*|luminance"),
-    ("Sharpness", r"sharp\w*|crisp\w*|details?|detailed|clarity|acutance"),
-    ("Contrast", r"contrast\w*|washed out|flat|faded|hazy|haze"),
-    # "cast" but not "casts a shadow": a colour cast, not the verb
-    (
-        "Color distortions",
-        r"colou?r\w*|(?:over|de|un)?saturat\w*|tint\w*|casts?(?! (?:an? |any |long )?shadows?)|hues?",
-    ),
-    ("Color distortions", r"white balance|vibran\w*|chroma\w*"),
-)
-_DISTORTION_RES = tuple((cat, re.compile(rf"\b(?:{pat})\b")) for cat, pat in _DISTORTION_PATTERNS)
+# the words that name each category, from its facts (agentiqa_cli/categories.py)
+_DISTORTION_RES = query_regexes()
 
 # High-level, non-technical properties: the A.2 "Other" query type.
 _OTHER_RE = re.compile(

@@ -15,7 +15,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentiqa_cli.records import Box, Category, Decode, Finding, Severity
+from agentiqa_cli.categories import category_of_artefact
+from agentiqa_cli.records import Box, Decode, Finding, Severity
 
 # What a crop can be judged to show: the paper's man-made artefacts, plus noise and blur.
 ARTEFACT_TYPES: tuple[str, ...] = (
@@ -33,17 +34,6 @@ ArtefactType = Literal[
     "none", "mosaic", "jpeg", "posterize", "scanlines", "grid", "noise", "blur", "other"
 ]
 
-# Category of each artefact type, for merging probe findings into a result's distortions.
-ARTEFACT_CATEGORY: dict[str, Category] = {
-    "mosaic": "Compression",  # as the pixelation detector's card and the planner file it
-    "jpeg": "Compression",
-    "posterize": "Color distortions",
-    "scanlines": "Compression",
-    "grid": "Compression",
-    "noise": "Noise",
-    "blur": "Blurs",
-    "other": "Compression",
-}
 
 # Rules version (ours, EXTENSIONS.md §A): penalty by severity before the location weight.
 SEVERITY_PENALTY: dict[str, float] = {
@@ -180,7 +170,7 @@ class ProbeOutcome(_Rec):
             out.append(
                 Finding(
                     scope=f"{c.id} {c.box.as_list(3)}",
-                    category=ARTEFACT_CATEGORY.get(c.type, "Compression"),
+                    category=category_of_artefact(c.type),
                     severity=sev,
                     reason=f"{c.type}: {c.reasoning}"[:200],
                 )

@@ -22,6 +22,7 @@ from scipy import ndimage
 
 from agentiqa_cli.agent.crops import subject_overlap
 from agentiqa_cli.agent.probe_records import CropRecord, ProbeOutcome, SubjectRecord
+from agentiqa_cli.categories import artefact_of_detector
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import SEVERITIES, Box, Severity
 from agentiqa_cli.tools.cards import CardSet
@@ -34,7 +35,11 @@ PxBox = tuple[int, int, int, int]  # x0, y0, x1, y1, end exclusive
 TILE_TARGET = 512
 MIN_CELL = 64
 # the detectors the rules version reads per cell, and the artefact each one reads
-LOCAL_DETECTORS: dict[str, str] = {"blockiness": "jpeg", "pixelation": "mosaic"}
+LOCAL_DETECTORS: dict[str, str] = {
+    name: artefact
+    for name in ("blockiness", "pixelation")
+    if (artefact := artefact_of_detector(name))
+}
 BLUR_DETECTOR = "sharpness"
 FOCUS_MARGIN = 0.5  # cells this close (normalized score) to the sharpest one are in focus
 # mean |∇luma| per pixel below which a cell is flat: sky, walls, studio backgrounds. Such a

@@ -34,10 +34,11 @@ from agentiqa_cli.agent.replies import (
     ScoreReply,
     SelectReply,
 )
+from agentiqa_cli.categories import category_of_detector, option_words
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.evaluate.planning import EvalPlanInput, rules_eval_plan
 from agentiqa_cli.imperfect.roles import FixInput, LocateInput, rules_fix, rules_locate
-from agentiqa_cli.records import Category, Finding, Plan, ToolScore, level_of
+from agentiqa_cli.records import CATEGORIES, Category, Finding, Plan, ToolScore, level_of
 from agentiqa_cli.scoring import fusable, fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
 from agentiqa_cli.vlm.base import RoleInput, VLMReply, VLMRequest
@@ -206,8 +207,12 @@ class RulesVLM:
         )
         if visible:
             worst = visible[0]
-            listed = ", ".join(f"{f.severity} {f.category.lower()}" for f in visible[:3])
-            answer = f"{level.capitalize()} quality; the main problem is {worst.severity} {worst.category.lower()}."
+            listed = ", ".join(f"{f.severity} {f.named}" for f in visible[:3])
+            answer = (
+                f"{level.capitalize()} quality; the main problem is {worst.severity} {worst.named}."
+            )
+            if low_light(visible):
+                answer = answer[:-1] + "; low light: dark and noisy."
             why = f"Detected {listed}. {worst.reason}"
         else:
             answer = f"{level.capitalize()} quality; no distortion stands out."
@@ -223,6 +228,14 @@ class RulesVLM:
         return ScoreReply(
             level=level, answer=answer[:300], reasoning=reasoning[:500], sufficient=True
         )
+
+
+def low_light(findings: list[Finding]) -> bool:
+    """Too little light: an under-exposed image whose noise is visible too (a camera gained
+    the dark frame back up), named as both."""
+    seen = [f for f in findings if f.severity != "none"]
+    noise = category_of_detector("noise")
+    return any(f.says == "under-exposed" for f in seen) and any(f.category == noise for f in seen)
 
 
 _YES_NO = re.compile(
@@ -289,16 +302,6 @@ def cast_answer(query: str, readings: Mapping[str, float]) -> str | None:
     )[:300]
 
 
-# words that name each category in free text (answer options)
-_CATEGORY_WORDS: dict[str, tuple[str, ...]] = {
-    "Blurs": ("blur", "out of focus", "soft", "smear"),
-    "Noise": ("noise", "noisy", "grain"),
-    "Compression": ("compress", "jpeg", "block", "artifact"),
-    "Brightness change": ("dark", "bright", "exposure", "exposed", "luminance"),
-    "Sharpness": ("sharp", "detail"),
-    "Contrast": ("contrast", "washed", "flat"),
-    "Color distortions": ("colour", "color", "saturat", "tint", "cast"),
-}
 _CLEAN_WORDS = ("no visible distortion", "pristine", "none", "no distortion", "clean")
 
 
@@ -323,7 +326,7 @@ def answer_options(inputs: InterpretInput, cards: CardSet) -> tuple[str, str] | 
         t = text.lower()
         pts = 0.0
         for f in findings:
-            if any(w in t for w in _CATEGORY_WORDS[f.category]):
+            if any(w in t for w in option_words(f.category)):
                 pts = max(pts, 1.0 + _SEVERITY_RANK[f.severity])
         if not findings and any(w in t for w in _CLEAN_WORDS):
             pts = max(pts, 1.0)
@@ -369,7 +372,7 @@ def _plan_points(inputs: InterpretInput, text: str) -> float:
     elif any(_object_words(o) <= _object_words(text) for o in plan.query_scope):
         return 1.0
     planned = {c for cats in (plan.distortions or {}).values() for c in cats}
-    if any(any(w in text for w in _CATEGORY_WORDS[c]) for c in planned):
+    if any(any(w in text for w in option_words(c)) for c in planned):
         return 1.0
     return 0.0
 
@@ -405,7 +408,7 @@ def _tool_points(inputs: InterpretInput, text: str, cards: CardSet) -> float:
         pts = float(card.mode == "FR")  # "compares the image with its reference"
     else:
         pts = float(card.mode == "NR" if not full_ref else True)
-    wanted = [c for c, words in _CATEGORY_WORDS.items() if any(w in question for w in words)]
+    wanted = [c for c in CATEGORIES if any(w in question for w in option_words(c))]
     if pts and any(c in card.distortions for c in wanted):
         pts += 0.5
     return pts

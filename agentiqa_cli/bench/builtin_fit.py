@@ -30,26 +30,26 @@ from pathlib import Path
 
 import numpy as np
 
-from agentiqa_cli.bench.synth import SynthItem
+from agentiqa_cli.bench.synth import KINDS, SynthItem
+from agentiqa_cli.categories import DETECTOR_CATEGORY, kinds_of_detector
 from agentiqa_cli.imaging.load import LoadedImage, load_image
-from agentiqa_cli.tools.detectors import DETECTORS
+from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS
 from agentiqa_cli.tools.logistic import logistic5
 from agentiqa_cli.tools.native import BUILTIN_FR
 
-# detector → the synthetic kinds it is built to see
+# detector → the synthetic kinds it is built to see: a finding detector's are its
+# distortions' (categories.py); the two colour readings that make no finding and the
+# full-reference ``detail`` (BUILTIN_FR) are listed here
 TARGETS: dict[str, tuple[str, ...]] = {
-    "sharpness": ("blur", "motion_blur"),
-    "noise": ("noise",),
-    "blockiness": ("jpeg",),
-    "pixelation": ("pixelate",),
-    "underexposure": ("darken",),
-    "overexposure": ("brighten",),
-    "contrast": ("contrast",),
+    # the lossless kinds of bench.synth (the camera model's heads are trained, not fitted)
+    **{
+        name: tuple(k for k in kinds_of_detector(name) if k in KINDS)
+        for name in DETECTOR_CATEGORY
+        if name in SIGNALS
+    },
     "colorfulness": ("desaturate",),
     "colorcast": ("color_cast",),
-    "saturation_clip": ("oversaturate",),
-    "posterization": ("posterize",),
-    # full-reference (BUILTIN_FR): the kinds that destroy or falsify detail
+    # the kinds that destroy or falsify detail
     "detail": ("blur", "motion_blur", "noise", "jpeg", "pixelate"),
 }
 

@@ -24,6 +24,7 @@ import numpy as np
 from PIL import Image
 
 from agentiqa_cli.bench.synth import CHECK_KINDS, bundled_photos, distort
+from agentiqa_cli.categories import category_of_kind
 from agentiqa_cli.evaluate.draws import Folder
 from agentiqa_cli.evaluate.loop import EVAL_COLUMNS, EvalConfig, Evaluation
 from agentiqa_cli.evaluate.records import Verdict
@@ -41,7 +42,8 @@ COLLECTIONS: dict[str, str] = {
     "mixed-60/40": "60% clean, 40% noise level 5",
 }
 LOW_TIERS = ("Very Low", "Low")
-EXPECTED_LOWEST = {"mixed": "Noise", "mixed-60/40": "Noise"}
+# the mixed collections hold noise level 5: its category should read lowest
+EXPECTED_LOWEST = {"mixed": category_of_kind("noise"), "mixed-60/40": category_of_kind("noise")}
 
 
 @dataclass

@@ -11,6 +11,9 @@ graphic, and its style labels. ``build`` writes, under one cache folder:
   manifest.json      one record per clean image: source, package version, licence, styles
   synth/             the unfitted photographs at ``synth_size`` and their distorted series
                      (``bench.synth.generate``: every kind x level, fixed seed), manifest.csv
+  camera/            the same photographs at ``camera_size``, their camera series
+                     (``bench.camera.generate_camera``: damage, then a camera JPEG save;
+                     clean ones saved the same way and at q75), manifest.csv
 
 Nothing is rebuilt that is already there (delete the folder to start over).
 """
@@ -29,6 +32,7 @@ import yaml
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentiqa_cli.bench.camera import CAMERA_KINDS, generate_camera
 from agentiqa_cli.bench.synth import KINDS, bundled_photos, generate, read_manifest
 from agentiqa_cli.errors import ConfigError
 
@@ -70,6 +74,10 @@ class RealsetSpec(_Strict):
     seed: int = 0
     levels: list[int] = [1, 2, 3, 4, 5]
     kinds: list[str]
+    camera_size: int = Field(1024, ge=64)
+    camera_kinds: list[str] = list(CAMERA_KINDS)
+    # whose camera series: the held-out photos (the realset) or the fitted ones (the fit set)
+    camera_photos: Literal["unfitted", "fitted"] = "unfitted"
     packages: dict[str, PackageSpec]
     images: list[ImageSpec]
 
@@ -86,6 +94,11 @@ class RealsetSpec(_Strict):
     def distorted(self) -> list[ImageSpec]:
         """The photographs that get distorted series: real photos the detectors never saw."""
         return [i for i in self.images if i.kind == "photo" and not i.fitted]
+
+    def camera(self) -> list[ImageSpec]:
+        """The photographs that get a camera series."""
+        fitted = self.camera_photos == "fitted"
+        return [i for i in self.images if i.kind == "photo" and i.fitted == fitted]
 
 
 class CleanRecord(BaseModel):
@@ -111,6 +124,11 @@ def load_spec(path: Path) -> RealsetSpec:
     unknown = [k for k in spec.kinds if k not in KINDS]
     if unknown:
         raise ConfigError(f"realset spec {path}: unknown kinds {unknown}; known: {list(KINDS)}")
+    unknown = [k for k in spec.camera_kinds if k not in CAMERA_KINDS]
+    if unknown:
+        raise ConfigError(
+            f"realset spec {path}: unknown camera kinds {unknown}; known: {list(CAMERA_KINDS)}"
+        )
     return spec
 
 
@@ -231,18 +249,31 @@ def build(spec: RealsetSpec, cache: Path, run: Runner = _run) -> list[CleanRecor
         _working_copy(spec, i, cache, spec.synth_size, "synth/clean", run)[0]
         for i in spec.distorted()
     ]
-    if want and not _synth_done(synth, spec, want):
+    if want and not _series_done(synth, spec.kinds, spec.levels, want):
         generate(want, synth, spec.kinds, spec.levels, spec.seed)
+    camera = cache / "camera"
+    originals = [
+        _working_copy(spec, i, cache, spec.camera_size, "camera/clean", run)[0]
+        for i in spec.camera()
+    ]
+    if (
+        originals
+        and spec.camera_kinds
+        and not _series_done(camera, spec.camera_kinds, spec.levels, originals)
+    ):
+        generate_camera(originals, camera, spec.camera_kinds, spec.levels, spec.seed)
     return records
 
 
-def _synth_done(synth: Path, spec: RealsetSpec, clean: list[Path]) -> bool:
-    m = synth / "manifest.csv"
+def _series_done(
+    folder: Path, kinds: Sequence[str], levels: Sequence[int], clean: list[Path]
+) -> bool:
+    m = folder / "manifest.csv"
     if not m.exists():
         return False
     items = read_manifest(m)
     have = {(it.clean.name, it.kind, it.level) for it in items if it.path.exists()}
-    need = {(c.name, k, lv) for c in clean for k in spec.kinds for lv in spec.levels}
+    need = {(c.name, k, lv) for c in clean for k in kinds for lv in levels}
     return need <= have
 
 

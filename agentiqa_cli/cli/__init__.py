@@ -23,7 +23,7 @@ from agentiqa_cli.cli import (  # noqa: F401 - registers the commands
 )
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app, state
-from agentiqa_cli.errors import AgentIQAError
+from agentiqa_cli.errors import AgentIQAError, ReaderGone
 from agentiqa_cli.gate import EXIT_INTERNAL, EXIT_INTERRUPTED
 
 # -- entry point ---------------------------------------------------------------------------
@@ -48,6 +48,8 @@ def main() -> None:
         if show is not None:
             show()
         sys.exit(int(getattr(e, "exit_code", 2)))
+    except ReaderGone:  # `-o - | head`: the reader has what it wanted
+        sys.exit(0)
     except AgentIQAError as e:
         if state["debug"] or os.environ.get("AGENTIQA_DEBUG"):
             raise

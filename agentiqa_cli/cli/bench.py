@@ -20,6 +20,7 @@ from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.guard import check_out_dir, check_overlay_out
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.tools.extras import require_extras, require_matplotlib
 
 if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a command runs
     from agentiqa_cli.bench.calibrate import CalibrationFit
@@ -120,6 +121,7 @@ def mos(
     from agentiqa_cli.bench.plot import plot_scatter
     from agentiqa_cli.bench.runs import run_mos
 
+    require_matplotlib("the scatter plot of eval-bench mos")
     settings = opts.settings()
     data = load_dataset(dataset, layout, limit=limit, sample=sample, seed=seed)
     for n in data.notes:
@@ -132,6 +134,7 @@ def mos(
     async def main(b: Bench) -> MosReport:
         note_backend(b.rt)
         cards = b.rt.cards.resolve(names)
+        require_extras(cards)
         return await run_mos(b, data, cards, assess, bootstrap=bootstrap, seed=seed)
 
     total = len(data.items) * (len(names) + int(assess))
@@ -262,6 +265,7 @@ def synth_report(
     async def main(b: Bench) -> SynthReport:
         note_backend(b.rt)
         cards = b.rt.cards.resolve(tools) if tools else b.rt.score_cards(has_reference=False)
+        require_extras(cards)
         return await run_synth(b, clean_dir, out_dir, cards, assess, kinds=kinds, levels=levels,
                                size=size, seed=seed)  # fmt: skip
 
@@ -339,6 +343,7 @@ def calibrate(
 
     async def main(b: Bench) -> list[CalibrationFit]:
         cards = b.rt.cards.resolve(tool_list(tools) or [])
+        require_extras(cards)
         return await run_calibrate(b, data, cards, rng)
 
     fits = _bench(settings, None, len(data.items), "calibrate", main,

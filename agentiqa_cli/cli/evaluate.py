@@ -128,10 +128,15 @@ def evaluate(
     gate_tier = parse_tier(fail_under_tier) if fail_under_tier else None
     config = EvalConfig(settings.query, max_rounds, max_samples, seed, cuts)
     gen = Generator.parse(generator, generator_timeout) if generator else None
+    opts.outputs()  # --format and -o - against the flags they exclude; -o -'s --trace
+    if gen is not None and gen_dir is None and opts.to_stdout:
+        raise ConfigError("--generator with -o - needs --gen-dir (where the images go)")
     gen_dir = gen_dir or opts.out.with_name(opts.out.stem + "-images")
     if gen is not None:
         check_gen_dir(gen_dir, opts.out, opts.resume, opts.force)  # exit 2 before any work
-    reporter = ui.Reporter(max_samples, "evaluate")
+    reporter = ui.Reporter(
+        max_samples, "evaluate", live=not ui.rows_to_terminal(opts.stream is not None)
+    )
 
     def on_round(d: RoundDraw) -> None:
         hard = sum(s.stratum == "hard" for s in d.samples)
@@ -162,7 +167,8 @@ def evaluate(
             say_notes(rt)
             ev = Evaluation(rt, config, src, hooks)
             with rt.outputs(opts.out, opts.trace, opts.resume, "evaluate",
-                            extra_columns=EVAL_COLUMNS, extra=ev.cells_of, force=opts.force) as (writer, tracer), reporter.running():  # fmt: skip
+                            extra_columns=EVAL_COLUMNS, extra=ev.cells_of, force=opts.force,
+                            stream=opts.stream) as (writer, tracer), reporter.running():  # fmt: skip
                 if opts.resume:
                     done = ev.resume(trace_path_for(opts.out, opts.trace), opts.out)
                     ui.note(f"resuming after {done} round(s) drawn")
@@ -176,17 +182,22 @@ def evaluate(
     if opts.json_out:
         ui.print_json({"verdict": verdict.model_dump(mode="json"), "gate_failed": gate,
                        "exit_code": code, "csv": str(opts.out)})  # fmt: skip
+    elif opts.stream is not None:  # stdout carries the rows only: the verdict goes to stderr
+        ui.note(verdict.summary)
+        ui.note(f"stopped: {verdict.stop_reason} → {opts.out_name}")
     else:
         ui.out.print(_table(verdict))
         ui.out.print(ui.cell(verdict.summary), highlight=False)
         ui.out.print(
-            f"stopped: {ui.cell(verdict.stop_reason)} → {ui.cell(str(opts.out))}", highlight=False
+            f"stopped: {ui.cell(verdict.stop_reason)} → {ui.cell(opts.out_name)}", highlight=False
         )
+    if gate and ui.quiet():  # the verdict the table would have shown
+        ui.fail(f"quality gate failed: {verdict.summary}")
     for why in gate:  # errors: said even with -q
         ui.fail(f"quality gate: {why}")
     if verdict.errors:
         ui.warn(
-            f"{verdict.errors} sampled image(s) could not be assessed; see the error column of {opts.out}"
+            f"{verdict.errors} sampled image(s) could not be assessed; see the error column of {opts.out_name}"
         )
     raise typer.Exit(code)
 

@@ -19,7 +19,11 @@ import typer
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.config import Settings, load_settings
-from agentiqa_cli.io.guard import Outputs
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.io.guard import Outputs, check_file, is_trace_file
+from agentiqa_cli.io.stream import ROW_FORMATS, STDOUT_NAME, RowFormat
+
+FORMATS = ("table", *ROW_FORMATS)
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 all processed and gate passed; 1 quality gate failed; "
@@ -43,7 +47,10 @@ JsonOut = Annotated[
 Quiet = Annotated[
     bool,
     typer.Option(
-        "--quiet", "-q", help="Print only errors (stderr) and --json; no table, progress, notes."
+        "--quiet",
+        "-q",
+        help="Print only errors on stderr (each failed image's path and reason, a failed "
+        "gate's summary line) and the --json or --format output; no table, progress, notes.",
     ),
 ]
 ConfigOpt = Annotated[
@@ -128,6 +135,36 @@ class Common:
     fail_under: float | None = None
     fail_mean_under: float | None = None
     json_out: bool = False
+    fmt: str = "table"
+
+    @property
+    def to_stdout(self) -> bool:
+        """``-o -``: the results go to stdout (no file)."""
+        return str(self.out) == STDOUT_NAME
+
+    @property
+    def stream(self) -> RowFormat | None:
+        """The format rows stream to stdout in as they finish (None: the table at the end)."""
+        if self.fmt in ROW_FORMATS:
+            return self.fmt
+        return "csv" if self.to_stdout else None
+
+    @property
+    def out_name(self) -> str:
+        return "stdout" if self.to_stdout else str(self.out)
+
+    def check_format(self, report: Path | None = None) -> None:
+        """``--format`` and ``-o -`` against the flags they exclude (exit 2 before any work)."""
+        if self.fmt not in FORMATS:
+            raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {self.fmt!r}")
+        if self.json_out and self.fmt != "table":
+            raise ConfigError("--json and --format are two answers for stdout: give one")
+        if not self.to_stdout:
+            return
+        for given, flag in ((self.resume, "--resume"), (self.json_out, "--json"),
+                            (report is not None, "--report")):  # fmt: skip
+            if given:
+                raise ConfigError(f"-o - writes the results to stdout only: {flag} needs a file")
 
     def settings(self, **flags: Any) -> Settings:
         """Shared and command flags over environment, config file and defaults."""
@@ -148,9 +185,14 @@ class Common:
         }
         return load_settings({**shared, **flags}, self.config)
 
-    def outputs(self, report: Path | None = None) -> Outputs:
+    def outputs(self, report: Path | None = None) -> Outputs | None:
         """The files this run writes (``--out``, ``--trace``, ``--report``), to check before
-        any work."""
+        any work; with ``-o -`` only a ``--trace`` that names a file (checked here)."""
+        self.check_format(report)
+        if self.to_stdout:
+            if self.trace is not None:
+                check_file(self.trace, "--trace", is_trace_file, "an agentiqa trace", self.force)
+            return None
         return Outputs.of(self.out, self.trace, self.force, report)
 
 
@@ -261,7 +303,9 @@ _OUTPUT = {
         Annotated[
             Path,
             typer.Option(
-                "--out", "-o", help="Results CSV (one row per image, flushed as they finish)."
+                "--out",
+                "-o",
+                help="Results CSV (one row per image, flushed as they finish); - for stdout.",
             ),
         ],
         Path("results.csv"),
@@ -331,6 +375,17 @@ _GATE = {
         None,
     ),
     "json_out": (JsonOut, False),
+    "fmt": (
+        Annotated[
+            str,
+            typer.Option(
+                "--format",
+                help="stdout: table (at the end) | csv | tsv | jsonl: the results rows, each as "
+                "it finishes, never wrapped or cut (-o - alone: csv, and no file).",
+            ),
+        ],
+        "table",
+    ),
 }
 GROUPS: dict[str, dict[str, tuple[Any, Any]]] = {
     "setup": _SETUP,  # config file, tool cards, calibration, device, quiet

@@ -76,8 +76,10 @@ class _ClosedPipeSafe:
 
     def __init__(self, stream: Any):
         self._stream = stream
+        self.reader_gone = False  # read by io.stream: `-o -` stops when nobody reads
 
     def _closed(self) -> None:
+        self.reader_gone = True
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(devnull, self._stream.fileno())  # Python's final flush goes there too
@@ -115,11 +117,21 @@ _mode = {"quiet": False}
 
 
 def set_quiet(on: bool) -> None:
-    """``-q``: stdout carries only the ``--json`` asked for (no table, no summary line),
-    stderr only errors (no progress, notes or warnings). Set once per command; ``note``,
+    """``-q``: stdout carries only the ``--json`` or ``--format`` rows asked for (no table,
+    no summary line), stderr only errors (each error row, a failed gate with its summary
+    line; no progress, notes or warnings). Set once per command; ``note``,
     ``warn`` and ``Reporter`` read it (one flag, not one per call)."""
     _mode["quiet"] = on
     out.quiet = on  # rich prints nothing; print_json writes past it on purpose
+
+
+def quiet() -> bool:
+    return _mode["quiet"]
+
+
+def rows_to_terminal(streaming: bool) -> bool:
+    """Whether result rows stream to a terminal (no live progress bar then)."""
+    return streaming and out.is_terminal
 
 
 def note(message: str) -> None:
@@ -140,16 +152,19 @@ def fail(message: str) -> None:
 class Reporter:
     """Progress for a batch: a rich bar on a TTY, plain lines otherwise, nothing when quiet."""
 
-    def __init__(self, total: int, label: str):
+    def __init__(self, total: int, label: str, live: bool = True):
         self.total = total
         self.label = label
+        # False: rows stream to the same terminal (--format csv at a prompt), where a live
+        # bar would be redrawn through them: plain lines instead
+        self.live = live
         self.count = 0
         self._progress: Progress | None = None
         self._task: Any = None
 
     @contextmanager
     def running(self) -> Iterator[Reporter]:
-        if not _mode["quiet"] and err.is_terminal:
+        if not _mode["quiet"] and err.is_terminal and self.live:
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
@@ -168,10 +183,19 @@ class Reporter:
             yield self
 
     def advance(self, image: str, status: str, detail: str = "") -> None:
+        """One image done; an error row is always said, on its own line (``-q`` too), so a
+        cron mail names each file that failed and why."""
         self.count += 1
         if _mode["quiet"]:
+            if status == "error":
+                fail(detail if detail.startswith(image) else f"{image}: {detail}")
             return
         if self._progress is not None:
+            if status == "error":
+                why = detail if detail.startswith(image) else f"{image}: {detail}"
+                self._progress.console.print(
+                    f"error: {visible(why)}", style="red", highlight=False, markup=False
+                )
             elapsed = self._progress.tasks[0].elapsed or 0.0
             rate = f"{self.count / elapsed:.1f} img/s" if elapsed > 0 else ""
             self._progress.update(self._task, advance=1, rate=rate)
@@ -220,7 +244,12 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
 
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+    print_text(json.dumps(obj, indent=2, default=str) + "\n")
+
+
+def print_text(text: str) -> None:
+    """Text asked for on stdout (JSON, Markdown, CSV rows): written as is, even with -q."""
+    sys.stdout.write(text)
     sys.stdout.flush()
 
 

@@ -19,6 +19,8 @@ from agentiqa_cli.io.guard import check_report_page, write_whole
 if TYPE_CHECKING:  # the report package (jinja2, its page) is imported when a report is made
     from agentiqa_cli.report import Report
 
+REPORT_FORMATS = ("table", "json", "md")
+
 ReportOpt = Annotated[
     Path | None,
     typer.Option(
@@ -44,7 +46,8 @@ def make_report(csv: Path, html: Path, top: int) -> Report:
             csv, rows=rows, top=top, on_image=lambda n: reporter.advance(n, "read")
         )
     try:
-        write_whole(html, render_html(report))  # renamed into place once complete
+        html.parent.mkdir(parents=True, exist_ok=True)
+        write_whole(html, render_html(report, page=html))  # renamed into place once complete
     except OSError as e:
         raise ConfigError(f"{html}: cannot write the report: {e.strerror or e}") from None
     return report
@@ -85,6 +88,14 @@ def report(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the report as JSON instead of the table.")
     ] = False,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="What stdout gets: table | json (as --json) | md (a Markdown summary, e.g. "
+            "for a CI job summary: >> $GITHUB_STEP_SUMMARY).",
+        ),
+    ] = "table",
     quiet: Quiet = False,
 ) -> None:
     """A dataset issue report: per-issue counts (dark, light, blurry, low information, odd
@@ -95,14 +106,20 @@ def report(
     Image paths in the CSV are read as written, or relative to the CSV's folder. Exits 3
     when some images could not be read (they are listed in the page)."""
     ui.set_quiet(quiet)
+    if fmt not in REPORT_FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(REPORT_FORMATS)}, got {fmt!r}")
     if not csv.is_file():
         why = "a folder, not a results CSV" if csv.is_dir() else missing(csv)
         raise ConfigError(f"{csv}: {why}")
     target = html or default_html(csv)
     check_report_page(target, csv)  # never the CSV, an image or another file: exit 2
     result = make_report(csv, target, top)
-    if json_out:
+    if json_out or fmt == "json":
         ui.print_json({**result.model_dump(mode="json", exclude=_THUMBS), "html": str(target)})
+    elif fmt == "md":
+        from agentiqa_cli.report.markdown import render_markdown
+
+        ui.print_text(render_markdown(result))
     else:
         ui.out.print(issues_table(result))
         ui.out.print(f"report → {ui.visible(str(target))}", highlight=False, markup=False)
@@ -117,6 +134,7 @@ _THUMBS: dict[str, Any] = {
     "exact_sets": {"__all__": {"__all__": {"thumbnail"}}},
     "near_sets": {"__all__": {"__all__": {"thumbnail"}}},
     "unreadable": {"__all__": {"thumbnail"}},
+    "rows": {"__all__": {"thumbnail"}},
 }
 
 

@@ -63,6 +63,8 @@ def score(
         names = [c.name for c in cards]
         for problem in rt.tool_problems(cards):  # card errors exit 2 before any output
             ui.warn(problem)
+        for note in rt.fit_notes(cards):  # curves fitted on other content than this run's
+            ui.warn(note)
         label = f"score ({', '.join(names)})"
         return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names,
                                 remote=functools.partial(scorer_of, tuple(names)))  # fmt: skip
@@ -93,7 +95,7 @@ async def run_images(
 ) -> BatchSummary:
     """The batch behind `score` and `assess`: outputs opened, progress shown, rows written.
     ``remote`` rebuilds ``process`` in another process (``--engine ray``'s workers)."""
-    reporter = ui.Reporter(len(jobs), label)
+    reporter = ui.Reporter(len(jobs), label, live=not ui.rows_to_terminal(opts.stream is not None))
     with (
         rt.outputs(
             opts.out,
@@ -104,6 +106,7 @@ async def run_images(
             extra_columns,
             extra,
             force=opts.force,
+            stream=opts.stream,
         ) as (writer, tracer),
         reporter.running(),
     ):
@@ -142,6 +145,11 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
     """The table (or JSON), the gate's verdict, and the exit code."""
     results = summary.results
     gate = evaluate_gate(results, opts.fail_under, opts.fail_mean_under)
+    mean = f"{gate.mean:.3f}" if gate.mean is not None else "-"
+    line = (
+        f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} "
+        f"errors, mean score {mean} → {ui.visible(opts.out_name)}"
+    )
     if opts.json_out:
         ui.print_json(
             {
@@ -159,14 +167,15 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             }
         )
     else:
-        if results:
-            ui.out.print(ui.results_table(results, title))
-        mean = f"{gate.mean:.3f}" if gate.mean is not None else "-"
-        ui.out.print(
-            f"{gate.processed} processed, {summary.skipped} skipped (resume), {gate.errors} errors, mean score {mean} → {ui.visible(str(opts.out))}",
-            highlight=False,
-        )
+        if opts.stream is not None:  # stdout carries the rows only: the line goes to stderr
+            ui.note(line)
+        else:
+            if results:
+                ui.out.print(ui.results_table(results, title))
+            ui.out.print(line, highlight=False)
     if gate.gate_failed:  # errors: said even with -q
+        if ui.quiet():  # the summary line the table would have ended with
+            ui.fail(f"quality gate failed: {line}")
         if gate.below:
             ui.fail(f"quality gate: {len(gate.below)} image(s) below {opts.fail_under}")
         if (
@@ -179,7 +188,7 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
             ui.fail(f"quality gate: {len(gate.unscored)} image(s) could not be scored")
     if gate.errors:
         ui.warn(
-            f"{gate.errors} input(s) could not be processed; see the error column of {opts.out}"
+            f"{gate.errors} input(s) could not be processed; see the error column of {opts.out_name}"
         )
     raise typer.Exit(gate.exit_code)
 

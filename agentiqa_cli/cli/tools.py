@@ -28,35 +28,57 @@ def tools_list(
     tool_cards: CardsDir = None,
     config: ConfigOpt = None,
 ) -> None:
-    """All tool cards: mode, direction, weights (and whether they are cached: the agent is
-    offered a learned tool by default exactly when they are), calibration, strengths."""
+    """All tool cards: mode, direction, the extra it needs (`pyiqa`: pip install
+    'agentiqa[pyiqa]'; "missing" when not installed), weights (and whether they are cached:
+    the agent is offered a learned tool by default exactly when they are), calibration,
+    strengths."""
     from rich.table import Table
 
     from agentiqa_cli.runtime import Runtime
+    from agentiqa_cli.tools.extras import card_extra, missing_extra
     from agentiqa_cli.tools.weights import weights_cached
 
     rt = Runtime(load_settings({"cards_dir": tool_cards}, config))
     cards = list(rt.cards)
     cached = {c.name: weights_cached(c) if c.weights else None for c in cards}
     if json_out:
-        ui.print_json([c.model_dump(mode="json") | {"cached": cached[c.name]} for c in cards])
+        ui.print_json(
+            [
+                c.model_dump(mode="json")
+                | {
+                    "cached": cached[c.name],
+                    "extra": card_extra(c),
+                    "installed": not missing_extra(c),
+                }
+                for c in cards
+            ]
+        )
         return
     t = Table(title=f"{len(cards)} tools", title_justify="left")
-    cols = ("name", "backend", "mode", "lower better", "weights", "cached", "calibrated", "best at")
+    cols = ("name", "backend", "mode", "lower better", "extra", "weights", "cached", "calibrated",
+            "best at")  # fmt: skip
     for col in cols:
         t.add_column(col)
     for c in sorted(cards, key=lambda c: (c.mode, c.backend, c.name)):
+        extra = card_extra(c)
         t.add_row(
             c.name,
             c.backend,
             c.mode,
             "yes" if c.lower_better else "no",
+            "-" if extra is None else extra + (" (missing)" if missing_extra(c) else ""),
             "yes" if c.weights else "no",
             {None: "-", True: "yes", False: "no"}[cached[c.name]],
             "yes" if c.calibrated else "no",
             ", ".join(c.distortions) or "-",
         )
     ui.out.print(t)
+    lacking = sum(1 for c in cards if missing_extra(c))
+    if lacking:
+        ui.out.print(
+            f"{lacking} tools need the pyiqa extra, not installed: pip install 'agentiqa[pyiqa]'",
+            highlight=False,
+        )
 
 
 @tools_app.command("show")
@@ -96,6 +118,7 @@ def tools_check(
     from rich.table import Table
 
     from agentiqa_cli.runtime import Runtime
+    from agentiqa_cli.tools.extras import missing_extra
     from agentiqa_cli.tools.weights import hub_offline, no_downloads, weights_cached
 
     ui.set_quiet(quiet)
@@ -115,12 +138,14 @@ def tools_check(
             reporter.advance(c.name, "ready" if ok else "not ready")
             if not ok and offline and c.weights:
                 why = f"weights not cached, not downloaded offline ({why})"
+            extra = missing_extra(c)  # an extra that is installed is no longer a need
             needs = [n for n, yes in (("reference", c.mode == "FR"), ("weights", c.weights)) if yes]
+            needs += [f"agentiqa[{extra}]"] if extra else []
             # after the build: weights it just downloaded count as cached
             cached = weights_cached(c) if c.weights else None
             rows.append(
                 {"tool": c.name, "ready": ok, "needs": ", ".join(needs), "cached": cached,
-                 "detail": why}
+                 "detail": why, "extra_missing": extra is not None}
             )  # fmt: skip
     not_ready = [r for r in rows if not r["ready"]] if names else []
     for r in not_ready:  # an error, shown under -q too: the exit code says so
@@ -153,7 +178,15 @@ def tools_check(
             f"{', '.join(unseen)} ran, but not every file its card lists (weight_files) is "
             "cached, so the agent is not offered it by default (--learned-tools offers it)"
         )
-    broken = [r["tool"] for r in rows if not r["ready"] and r["cached"]]
+    lacking = [r["tool"] for r in rows if not r["ready"] and r["extra_missing"]]
+    if lacking:
+        ui.out.print(
+            f"{', '.join(lacking)} need{'s' if len(lacking) == 1 else ''} the pyiqa extra, "
+            "which is not installed: "
+            "pip install 'agentiqa[pyiqa]' (the agent is not offered them)",
+            highlight=False,
+        )
+    broken = [r["tool"] for r in rows if not r["ready"] and r["cached"] and not r["extra_missing"]]
     if broken:
         ui.warn(
             f"{', '.join(broken)}: weights cached but the tool cannot run here; the agent is "

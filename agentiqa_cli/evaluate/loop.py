@@ -51,7 +51,7 @@ from agentiqa_cli.evaluate.state import (
 from agentiqa_cli.evaluate.tiers import Tiers
 from agentiqa_cli.evaluate.verdict import make_verdict
 from agentiqa_cli.imaging.discover import Job
-from agentiqa_cli.io.results import ResultsWriter
+from agentiqa_cli.io.stream import RowWriter
 from agentiqa_cli.io.trace import ImageTrace, TraceWriter
 from agentiqa_cli.records import CATEGORIES, Result
 from agentiqa_cli.runtime import Runtime
@@ -152,7 +152,7 @@ class Evaluation:
         return len(self.state.rounds)
 
     # -- the loop -------------------------------------------------------------------------------
-    async def run(self, writer: ResultsWriter, tracer: TraceWriter) -> Verdict:
+    async def run(self, writer: RowWriter, tracer: TraceWriter) -> Verdict:
         t0 = time.perf_counter()
         self.writer, self.tracer = writer, tracer
         self.events: ImageTrace = tracer.bind(None)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.agent.planner_rules import plan_query
 from agentiqa_cli.agent.replies import EvalPlanReply
+from agentiqa_cli.categories import hint as category_hint
 from agentiqa_cli.evaluate.aspects import category_aspect, overall, query_categories, resolve
 from agentiqa_cli.evaluate.records import OVERALL, Estimate, SubAspect, aspect_key
 from agentiqa_cli.records import EVAL_MAX_ASPECTS, EVAL_N_MAX, EVAL_N_MIN, Category
@@ -210,15 +211,6 @@ SCENES = (
     "a colourful photo of {subject} on a sunny day",
     "a photo of {subject} against a bright, hazy sky",
 )
-HINTS: dict[str, str] = {
-    "Blurs": "with fine, sharp detail",
-    "Noise": "in low light",
-    "Compression": "with smooth gradients",
-    "Brightness change": "in harsh, contrasty light",
-    "Sharpness": "with small text and thin lines",
-    "Contrast": "in flat, hazy light",
-    "Color distortions": "with vivid, saturated colours",
-}
 
 
 def subject_of(query: str) -> str:
@@ -237,7 +229,7 @@ def generator_prompts(query: str, aspect: SubAspect, n: int, seed: int, round_: 
     that stresses the sub-aspect (low light for noise, fine detail for blur, ...)."""
     subject = subject_of(query)
     order = np.random.default_rng([seed, round_, 7]).permutation(len(SCENES))
-    hint = HINTS.get(aspect.category or "", "")
+    hint = category_hint(aspect.category)
     out = []
     for k in range(n):
         text = SCENES[int(order[k % len(SCENES)])].format(subject=subject)

@@ -9,7 +9,6 @@ so a resumed run assesses only what is missing and then plans on.
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from agentiqa_cli.evaluate.records import (
 )
 from agentiqa_cli.evaluate.stats import Interval, Known, RoundData, combine
 from agentiqa_cli.evaluate.tiers import TIER_NAMES, Tiers
-from agentiqa_cli.io.results import original_cell
+from agentiqa_cli.io.results import read_table
 from agentiqa_cli.records import CATEGORIES, Result, ToolScore, Usage
 from agentiqa_cli.tools.cards import CardSet
 
@@ -253,15 +252,12 @@ def read_draws(trace: Path, identity: RunIdentity) -> tuple[list[RoundDraw], lis
 
 def read_rows(csv_path: Path) -> dict[str, Result]:
     """The rows already written, by image (the newer row for an image wins)."""
-    rows: dict[str, Result] = {}
     if not csv_path.exists():
-        return rows
-    with open(csv_path, newline="", encoding="utf-8-sig", errors="replace") as f:
-        for cells in csv.DictReader(f):
-            # cells that could read as formulas were written with a leading ' (safe_cell)
-            row = {k: original_cell(v) for k, v in cells.items() if isinstance(v, str)}
-            with contextlib.suppress(KeyError, ValueError, ValidationError):
-                rows[row["image"]] = result_of(row)
+        return {}
+    rows: dict[str, Result] = {}
+    for row in read_table(csv_path)[1]:  # the records parser of --resume
+        with contextlib.suppress(KeyError, ValueError, ValidationError):
+            rows[row["image"]] = result_of(row)
     return rows
 
 

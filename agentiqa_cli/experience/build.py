@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agentiqa_cli.categories import category_of_type, kinds_of
 from agentiqa_cli.errors import ConfigError, ImageError
 from agentiqa_cli.experience.measure import build_records, mos_series, union_of, vote_series
 from agentiqa_cli.experience.pool import Pool, write_pool
@@ -63,6 +64,14 @@ def build_pool(
     if layout is not None or data.is_file():
         return _from_mos(data, out, layout, cards, runner, by_mode, categories, calibration,
                          max_pixels, on_image, notes)  # fmt: skip
+    # a category without a synthetic kind has no series to measure (categories.py)
+    no_kind = [c for c in categories if not kinds_of([c])]
+    if len(no_kind) == len(categories):
+        raise ConfigError(
+            f"no synthetic distortion kind for {', '.join(no_kind)}: nothing to build"
+        )
+    if no_kind and notes is not None:
+        notes.append(f"no synthetic distortion kind for {', '.join(no_kind)}: left out")
     found = [p for p, _ in discover([str(data)], recursive)]
     if not found:
         raise ConfigError(f"no images in {data}")
@@ -110,13 +119,12 @@ def _from_mos(
     notes: list[str] | None,
 ) -> Pool:
     from agentiqa_cli.bench.datasets import load_dataset
-    from agentiqa_cli.experience.measure import category_of
 
     dataset = load_dataset(data, layout)
     refs = [i.reference for i in dataset.items if i.reference is not None]
     check_pool_out(out, [dataset.source, *(i.image for i in dataset.items), *refs])
     wanted = set(categories)
-    items = [i for i in dataset.items if i.distortion and category_of(i.distortion) in wanted]
+    items = [i for i in dataset.items if i.distortion and category_of_type(i.distortion) in wanted]
     if not items:
         raise ConfigError(
             f"{data}: no rows with a distortion type of the categories asked for (the table "

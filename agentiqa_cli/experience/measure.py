@@ -33,6 +33,8 @@ from agentiqa_cli.bench.builtin_fit import pseudo_mos
 from agentiqa_cli.bench.layouts import MosItem
 from agentiqa_cli.bench.metrics import spearman
 from agentiqa_cli.bench.synth import KINDS, distort, item_rng, resize_long_side
+from agentiqa_cli.categories import category_of_type
+from agentiqa_cli.categories import kinds_of as categories_kinds_of
 from agentiqa_cli.errors import ImageError
 from agentiqa_cli.experience.pool import Meta, Record
 from agentiqa_cli.experience.vote import Direction, borda, vote
@@ -43,22 +45,6 @@ from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.logistic import logistic5
 from agentiqa_cli.tools.runner import ToolRunner
 
-# synthetic kind → the executor's distortion category it belongs to
-KIND_CATEGORY: dict[str, Category] = {
-    "blur": "Blurs",
-    "motion_blur": "Blurs",
-    "noise": "Noise",
-    "jpeg": "Compression",
-    "jpeg2000": "Compression",
-    "pixelate": "Sharpness",  # the pixelation card files mosaic under Sharpness
-    "brighten": "Brightness change",
-    "darken": "Brightness change",
-    "contrast": "Contrast",
-    "desaturate": "Color distortions",
-    "oversaturate": "Color distortions",
-    "color_cast": "Color distortions",
-    "posterize": "Color distortions",
-}
 DIRECTIONS: dict[str, Direction] = {
     "monotonicity": "higher",
     "margin": "higher",
@@ -72,36 +58,8 @@ LEVELS = (1, 2, 3, 4, 5)
 
 
 def kinds_of(categories: Iterable[str]) -> list[str]:
-    wanted = set(categories)
-    return [k for k, c in KIND_CATEGORY.items() if c in wanted and k in KINDS]
-
-
-# distortion type names of MOS tables (KADID-10k, TID2013, generic CSVs) → category
-_TYPE_WORDS: tuple[tuple[str, Category], ...] = (
-    ("blur", "Blurs"),
-    ("noise", "Noise"),
-    ("jpeg", "Compression"),
-    ("compression", "Compression"),
-    ("block", "Compression"),
-    ("pixel", "Sharpness"),
-    ("sharp", "Sharpness"),
-    ("bright", "Brightness change"),
-    ("dark", "Brightness change"),
-    ("mean_shift", "Brightness change"),
-    ("contrast", "Contrast"),
-    ("color", "Color distortions"),
-    ("colour", "Color distortions"),
-    ("saturat", "Color distortions"),
-    ("chromatic", "Color distortions"),
-)
-
-
-def category_of(kind: str) -> Category | None:
-    """The category of a synthetic kind or of a MOS table's distortion type name."""
-    if kind in KIND_CATEGORY:
-        return KIND_CATEGORY[kind]
-    low = kind.lower()
-    return next((c for word, c in _TYPE_WORDS if word in low), None)
+    """The synthetic kinds of ``categories`` that ``bench/synth.py`` can make."""
+    return [k for k in categories_kinds_of(categories) if k in KINDS]
 
 
 @dataclass
@@ -118,7 +76,7 @@ class Series:
 
     @property
     def category(self) -> Category:
-        c = category_of(self.kind)
+        c = category_of_type(self.kind)
         assert c is not None
         return c
 
@@ -353,7 +311,7 @@ def mos_series(
     points, the reference first when there is one. Returns the series and notes on what was
     left out (rows without a known category, unreadable images)."""
     notes: list[str] = []
-    usable = [i for i in items if i.distortion and category_of(i.distortion)]
+    usable = [i for i in items if i.distortion and category_of_type(i.distortion)]
     if len(usable) < len(items):
         notes.append(
             f"{len(items) - len(usable)} rows without a known distortion category left out"

@@ -198,12 +198,13 @@ class RunLock:
             self._held.pop().release()
 
 
-def read_records(data: bytes, where: str) -> tuple[list[list[str]], int]:
+def read_records(data: bytes, where: str, resuming: bool = True) -> tuple[list[list[str]], int]:
     """The complete records of a CSV and the number of bytes they span.
 
     Any valid quoting and line ending is accepted. Only a final partial record (no line
     ending after it, or cut inside a quoted cell) is left out; anything else that does not
-    parse is a ConfigError, so the caller can stop before touching the file.
+    parse is a ConfigError, so the caller can stop before touching the file. The one parser
+    of results CSVs: ``--resume`` (``resuming``) and every reader (``read_table``) use it.
     """
     start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     consumed = start
@@ -220,6 +221,8 @@ def read_records(data: bytes, where: str) -> tuple[list[list[str]], int]:
                 return  # the final record was cut inside a multi-byte character
 
     def refuse(why: str) -> ConfigError:
+        if not resuming:
+            return ConfigError(f"{where}: not a readable CSV: {why}")
         return ConfigError(
             f"{where}: cannot resume: {why}; nothing was changed "
             "(repair the file, or use another --out)"
@@ -263,6 +266,31 @@ def _whole_record_inside(tail: bytes, width: int) -> bool:
         if len(cells) == width:
             return True
     return False
+
+
+def read_table(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """A results CSV's header and its complete rows, each cell as it was given to the
+    writer (``original_cell``), parsed by ``read_records`` as ``--resume`` parses it.
+
+    Blank records are skipped; a row shorter than the header gets empty cells, cells past
+    the header are dropped (a CSV another program wrote). ConfigError (exit 2) when the
+    file is missing or is not a CSV."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a results CSV") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    records, _ = read_records(data, str(path), resuming=False)
+    header = records[0] if records else []
+    rows = []
+    for record in records[1:]:
+        if any(record):
+            cells = [original_cell(c) for c in record[: len(header)]]
+            rows.append(dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True)))
+    return header, rows
 
 
 class ResultsWriter:

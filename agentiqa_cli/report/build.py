@@ -31,6 +31,7 @@ from agentiqa_cli.report.duplicates import (
 )
 from agentiqa_cli.report.facts import ImageFacts, measure
 from agentiqa_cli.report.rows import Mark, Row, read_rows
+from agentiqa_cli.report.table import ImageRow, Summary, row_level, summarize
 
 Source = Literal["image", "results"]
 
@@ -77,6 +78,8 @@ class Report(BaseModel):
     exact_sets: list[list[Shown]] = Field(default_factory=list)
     near_sets: list[list[Shown]] = Field(default_factory=list)
     unreadable: list[Shown] = Field(default_factory=list)
+    rows: list[ImageRow] = Field(default_factory=list)  # every image, in the CSV's order
+    summary: Summary = Field(default_factory=Summary)
 
     def issue(self, name: str) -> Issue | None:
         return next((i for i in self.issues if i.name == name), None)
@@ -148,13 +151,19 @@ def _mark_score(m: Mark) -> float:
     return max(0.0, min(1.0, 1.0 - v)) if 0.0 <= v <= 1.0 else 0.5
 
 
-def _results_issues(rows: list[Row], thumbs: dict[str, str], top: int) -> list[Issue]:
+def _results_issues(
+    rows: list[Row], thumbs: dict[str, str], top: int, tags: dict[str, list[str]]
+) -> list[Issue]:
+    """The CSV's own issues; each image's names are added to its ``tags``."""
     failed = [Shown(image=r.image, score=0.0, detail=r.error) for r in rows if r.status == "error"]
     low = [
         Shown(image=r.image, score=(r.score - 1) / 4, detail=f"{r.score:.2f} {r.level}".strip())
         for r in rows
         if r.status != "error" and r.score is not None and r.score < LOW_SCORE
     ]
+    for name, shown in (("failed", failed), ("low_score", low)):
+        for s in shown:
+            tags[s.image].append(name)
     issues = [
         Issue(name="failed", source="results", description="could not be assessed (status error)",
               count=len(failed), worst=_worst(failed, top)),
@@ -175,6 +184,7 @@ def _results_issues(rows: list[Row], thumbs: dict[str, str], top: int) -> list[I
                 found.setdefault(name, []).append(
                     Shown(image=r.image, score=_mark_score(m), detail=m.level)
                 )
+                tags[r.image].append(f"{label}:{name}")
         for name in sorted(found):
             issues.append(
                 Issue(name=f"{label}:{name}", source="results",
@@ -213,14 +223,18 @@ def build_report(
     def shown(i: int, score: float, detail: str = "") -> Shown:
         return Shown(image=names[i], score=score, detail=detail, thumbnail=facts[i].thumbnail)
 
+    tags: dict[str, list[str]] = {n: [] for n in names}  # each image's findings
     issues: list[Issue] = []
+    image_tags: list[list[str]] = [[] for _ in names]  # the image checks': after the CSV's
     for name, scores in _image_scores(facts).items():
-        flagged = [
-            shown(i, s, f"{s:.3f}")
-            for i, s in enumerate(scores)
+        hits = [
+            (i, s) for i, s in enumerate(scores)
             if s is not None and s < _THRESHOLD[name]
             and not (name == "blurry" and _lowinfo(facts[i]))
         ]  # fmt: skip
+        flagged = [shown(i, s, f"{s:.3f}") for i, s in hits]
+        for i, _ in hits:
+            image_tags[i].append(name)
         issues.append(
             Issue(name=name, source="image", description=IMAGE_ISSUES[name],
                   count=len(flagged), worst=_worst(flagged, top))
@@ -239,12 +253,23 @@ def build_report(
     near = [[ok[i] for i in s] for s in near_local]
     for name, sets in (("exact_duplicates", exact), ("near_duplicates", near)):
         members = [shown(i, 0.0) for s in sets for i in s]
+        for i in sorted({i for s in sets for i in s}):
+            image_tags[i].append(name)
         issues.append(
             Issue(name=name, source="image", description=IMAGE_ISSUES[name],
                   count=len(members), worst=members[:top])
         )  # fmt: skip
-    issues += _results_issues(rows, thumbs, top)
+    issues += _results_issues(rows, thumbs, top, tags)
+    table = [
+        ImageRow(image=r.image, status=r.status, error=r.error, score=r.score,
+                 level=row_level(r.status, r.score, r.level), answer=r.answer,
+                 findings=list(dict.fromkeys(tags[r.image] + image_tags[i])),
+                 thumbnail=facts[i].icon)
+        for i, r in enumerate(rows)
+    ]  # fmt: skip
     return Report(
+        rows=table,
+        summary=summarize(table),
         csv=str(csv_path),
         images=len(rows),
         readable=len(ok),

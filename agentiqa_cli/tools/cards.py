@@ -121,6 +121,12 @@ class ToolCard(BaseModel):
     def calibrated(self) -> bool:
         return self.logistic is not None
 
+    def curve_span(self, steps: int = 200) -> tuple[float, float]:
+        """The lowest and highest 1-5 value ``normalize`` gives over ``raw_range``."""
+        lo, hi = self.raw_range
+        ys = [self.normalize(lo + (hi - lo) * i / steps) for i in range(steps + 1)]
+        return min(ys), max(ys)
+
     def curve_problem(self, steps: int = 200) -> str | None:
         """Where the normalizing curve runs against the card's direction over raw_range
         (seed 000 Table 5 has such rows), or None. Such a card ranks some better raws
@@ -156,9 +162,16 @@ class ToolCard(BaseModel):
 class CardSet:
     """All tool cards of a run, by name, with their file hashes for the trace."""
 
-    def __init__(self, cards: Iterable[ToolCard], hashes: dict[str, str] | None = None):
+    def __init__(
+        self,
+        cards: Iterable[ToolCard],
+        hashes: dict[str, str] | None = None,
+        overlaid: Iterable[str] = (),
+    ):
         self._cards = {c.name: c for c in cards}
         self.hashes = hashes or {}
+        # the tools whose logistic a calibration overlay (`agentiqa calibrate`) replaced
+        self.overlaid = frozenset(overlaid)
         seen: dict[tuple[str, int], str] = {}
         for c in self:
             if c.default_order is not None:
@@ -216,7 +229,34 @@ class CardSet:
         if unknown:
             raise UnknownToolError(f"calibration overlay names unknown tools: {', '.join(unknown)}")
         cards = [c.model_copy(update={"logistic": overlay.get(c.name, c.logistic)}) for c in self]
-        return CardSet(cards, self.hashes)
+        return CardSet(cards, self.hashes, self.overlaid | set(overlay))
+
+    def fitted_elsewhere(self, card: ToolCard) -> str | None:
+        """Where a pyiqa no-reference card's shipped logistic was fitted (its ``source``), or
+        None. Such a curve maps raw readings to the levels of its fit data (NIQE's Table 5
+        curve, fitted on KADID-10k, never reaches 3.5): on other content it can put every
+        image in one level, so a row that uses it says on what it was fitted. A card the
+        run's ``--calibration`` overlay refits, a built-in detector (fitted on the photos of
+        scripts/fit_builtin_cards.py) and a full-reference card (read against the run's own
+        reference) are not flagged."""
+        if card.backend != "pyiqa" or card.mode != "NR" or card.logistic is None:
+            return None
+        if card.name in self.overlaid:
+            return None
+        return card.logistic.source.split(";")[0].strip()
+
+    def fit_note(self, card: ToolCard) -> str | None:
+        """One line saying ``card``'s curve was fitted elsewhere and how far it reaches."""
+        source = self.fitted_elsewhere(card)
+        if source is None:
+            return None
+        lo, hi = card.curve_span()
+        return (
+            f"{card.name}: its 1-5 curve was fitted on {source}, not on this run's images, and "
+            f"spans only {lo:.2f}-{hi:.2f}: its levels may put these images all in one (their "
+            "order holds); fit it on labelled images like these with `agentiqa calibrate`, "
+            "then pass --calibration"
+        )
 
 
 # libyaml's safe loader when PyYAML was built with it: the same data, ~10× less start-up time

@@ -25,11 +25,14 @@ from agentiqa_cli.errors import ConfigError, ToolUnavailableError
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import ToolScore
 from agentiqa_cli.tools.cards import CardSet, ToolCard
+from agentiqa_cli.tools.extras import installed, missing_extra, require_torch
 from agentiqa_cli.tools.native import BUILTIN_FR, NATIVE
 
 
 def resolve_device(device: str) -> str:
     if device == "auto":
+        if not installed("torch"):  # the core install: no torch, nothing but the CPU
+            return "cpu"
         try:
             import torch
 
@@ -38,6 +41,8 @@ def resolve_device(device: str) -> str:
             return "cpu"
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise ConfigError(f"--device must be auto, cpu or cuda[:N], got {device!r}")
+    if device != "cpu":
+        require_torch(f"--device {device}")
     return device
 
 
@@ -109,6 +114,12 @@ class ToolRunner:
                     f"{native.lower_better}"
                 )
             return native.fn
+        extra = missing_extra(card)
+        if extra is not None:
+            raise ToolUnavailableError(
+                f"{card.name} needs the {extra} extra, which is not installed: "
+                f"pip install 'agentiqa[{extra}]'"
+            )
         metric: Callable[..., float] = build_pyiqa_metric(card, self.device)
         return metric
 
@@ -135,6 +146,7 @@ class ToolRunner:
                 norm=card.normalize(raw),
                 seconds=time.perf_counter() - t0,
                 calibrated=card.calibrated,
+                fit=self.cards.fitted_elsewhere(card),
             )
         except ToolUnavailableError as e:
             return ToolScore(tool=card.name, error=str(e), seconds=time.perf_counter() - t0)
@@ -234,7 +246,7 @@ def build_pyiqa_metric(card: ToolCard, device: str) -> Any:
     """Create the pyiqa metric and check the card agrees with pyiqa on direction."""
     try:
         import pyiqa
-    except ImportError as e:  # pragma: no cover - pyiqa is a hard dependency
+    except ImportError as e:  # pragma: no cover - _build checks the extra first
         raise ToolUnavailableError(f"{card.name}: pyiqa is not importable ({e})") from None
     try:
         # pyiqa prints download progress on stdout, which belongs to our table/--json

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
-from agentiqa_cli.records import SEVERITIES, Category, Finding, Severity
+from agentiqa_cli.categories import category_of_detector, says_of_detector
+from agentiqa_cli.records import SEVERITIES, Finding, Severity
 from agentiqa_cli.tools.cards import CardSet, load_cards
 
 # (lowest normalized score for this severity, severity), best first
@@ -23,7 +24,8 @@ CUTS: tuple[tuple[float, Severity], ...] = (
     (1.4, "severe"),
 )
 
-# ``colorfulness`` and ``colorcast`` score but make no finding (they are not in CATEGORY).
+# ``colorfulness`` and ``colorcast`` score but make no finding (categories.py files no
+# distortion under them).
 # Low colourfulness is a style (a misty morning, a forest in shade, black and white), not a
 # defect. A cast is a defect, but without a reference no reading tried here tells it from a
 # scene's own colour (scripts/cast_check.py): a frame filled by one coloured subject (an orange
@@ -37,40 +39,43 @@ CUTS: tuple[tuple[float, Severity], ...] = (
 
 _Reason = Callable[[float], str]
 
-CATEGORY: dict[str, tuple[Category, _Reason]] = {
-    "sharpness": ("Blurs", lambda v: f"sharpness {v:.2f} in the sharpest region of the image"),
-    "pixelation": (
-        "Compression",
-        lambda v: (
-            f"pixelated: {v:.0%} of rows/columns repeat (blocks of ~{1 / max(1e-3, 1 - v):.0f} px)"
-        ),
+# how each detector words its reading in a finding; the category comes from categories.py
+REASONS: dict[str, _Reason] = {
+    "sharpness": lambda v: f"sharpness {v:.2f} in the sharpest region of the image",
+    "pixelation": lambda v: (
+        f"pixelated: {v:.0%} of rows/columns repeat (blocks of ~{1 / max(1e-3, 1 - v):.0f} px)"
     ),
-    "noise": ("Noise", lambda v: f"noise sigma {v:.3f} of full scale"),
-    "blockiness": ("Compression", lambda v: f"8×8 block-grid steps stand out by {v:.2f}"),
-    "underexposure": (
-        "Brightness change",
-        lambda v: f"even the highlights only reach {v:.2f} of full scale (brightest channel)",
+    "noise": lambda v: f"noise sigma {v:.3f} of full scale",
+    "blockiness": lambda v: f"8×8 block-grid steps stand out by {v:.2f}",
+    "underexposure": lambda v: (
+        f"even the highlights only reach {v:.2f} of full scale (brightest channel)"
     ),
-    "overexposure": (
-        "Brightness change",
-        lambda v: (
-            f"clipped highlights {v:.2f} (areas with a channel at full scale, plus half the"
-            " near-white shoulder)"
-        ),
+    "overexposure": lambda v: (
+        f"clipped highlights {v:.2f} (areas with a channel at full scale, plus half the"
+        " near-white shoulder)"
     ),
-    "contrast": (
-        "Contrast",
-        lambda v: f"tonal spread {v:.2f} (darkest to brightest channel value, 0.5th-99.5th)",
+    "contrast": lambda v: (
+        f"tonal spread {v:.2f} (darkest to brightest channel value, 0.5th-99.5th)"
     ),
-    "posterization": (
-        "Color distortions",
-        lambda v: f"posterized: tones {2**v:.0f} codes apart on average (banding)",
+    "posterization": lambda v: f"posterized: tones {2**v:.0f} codes apart on average (banding)",
+    "saturation_clip": lambda v: f"{v:.1%} of the image clipped out of gamut with its texture lost",
+    # the camera model's heads (tools/camera_model.py): their reading is a 1-5 score
+    "camera_blur": lambda v: (
+        f"the camera model reads lost detail (defocus, shake or an upscale) at {v:.2f} of 5"
     ),
-    "saturation_clip": (
-        "Color distortions",
-        lambda v: f"{v:.1%} of the image clipped out of gamut with its texture lost",
+    "resolution": lambda v: (
+        f"an upscale's interpolation lattice, with the detail lost read at {v:.2f} of 5"
     ),
+    "camera_noise": lambda v: f"the camera model reads sensor noise at {v:.2f} of 5",
+    "camera_compression": lambda v: f"the camera model reads JPEG compression at {v:.2f} of 5",
+    "camera_under": lambda v: f"the camera model reads under-exposure at {v:.2f} of 5",
+    "camera_over": lambda v: f"the camera model reads over-exposure at {v:.2f} of 5",
 }
+
+
+def _reason(detector: str, raw: float) -> str:
+    say = REASONS.get(detector)
+    return say(raw) if say else f"{detector} reading {raw:.3g}"
 
 
 def band(severity: Severity) -> tuple[float, float]:
@@ -87,7 +92,7 @@ def cap_for(finding: Finding, norms: Mapping[str, float]) -> float:
     tool name -> normalized score), kept within the finding's severity band; the band's top
     when no detector of the category was read (a model's finding)."""
     low, high = band(finding.severity)
-    measured = [v for t, v in norms.items() if t in CATEGORY and CATEGORY[t][0] == finding.category]
+    measured = [v for t, v in norms.items() if category_of_detector(t) == finding.category]
     return min(high, max(low, min(measured))) if measured else high
 
 
@@ -116,11 +121,16 @@ def findings(readings: Mapping[str, float], cards: CardSet | None = None) -> lis
     cards = cards or _default_cards()
     best: dict[str, Finding] = {}
     for name, raw in readings.items():
-        if name not in CATEGORY or name not in cards or raw is None or raw != raw:
+        category = category_of_detector(name)
+        if category is None or name not in cards or raw is None or raw != raw:
             continue
-        category, reason = CATEGORY[name]
         sev = severity_of(cards.get(name).normalize(float(raw)))
-        f = Finding(category=category, severity=sev, reason=f"{reason(float(raw))} ({sev})")
+        f = Finding(
+            category=category,
+            severity=sev,
+            reason=f"{_reason(name, float(raw))} ({sev})",
+            says="" if sev == "none" else says_of_detector(name),
+        )
         old = best.get(category)
         if old is None or SEVERITIES.index(sev) > SEVERITIES.index(old.severity):
             best[category] = f

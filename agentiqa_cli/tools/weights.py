@@ -26,6 +26,7 @@ from pathlib import Path
 
 from agentiqa_cli.records import LearnedTools
 from agentiqa_cli.tools.cards import ToolCard
+from agentiqa_cli.tools.extras import missing_extra
 
 HUB = ("huggingface.co", 443)
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
@@ -151,7 +152,9 @@ def weights_cached(card: ToolCard, environ: Mapping[str, str] | None = None) -> 
 def offered(card: ToolCard, learned_tools: LearnedTools) -> bool:
     """May the agent select ``card``? Weight-free tools always; learned ones always with
     ``on`` (they may download), never with ``off``, and with ``auto`` exactly when their
-    weights are cached."""
+    weights are cached. Never a tool whose extra is not installed (tools/extras.py)."""
+    if missing_extra(card):
+        return False
     if not card.weights or learned_tools == "on":
         return True
     return learned_tools == "auto" and weights_cached(card)

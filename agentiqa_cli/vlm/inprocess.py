@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentiqa_cli.errors import ConfigError, VLMError
+from agentiqa_cli.errors import MissingExtraError, VLMError
 from agentiqa_cli.records import Usage
 from agentiqa_cli.vlm.base import Message, VLMReply, VLMRequest
 from agentiqa_cli.vlm.images import fit_pixels, part_to_pil
@@ -137,9 +137,10 @@ class InProcessVLM:
         try:
             import vllm
         except ImportError:
-            raise ConfigError(
-                "--vlm vllm:MODEL needs vLLM in this environment: pip install 'agentiqa[vllm]' "
-                "(or serve the model with vLLM and pass its URL to --vlm)"
+            raise MissingExtraError(
+                "--vlm vllm:MODEL (vLLM in this environment)",
+                "vllm",
+                " (or serve the model with vLLM and pass its URL to --vlm)",
             ) from None
         args: dict[str, Any] = {
             "limit_mm_per_prompt": {"image": 1, "video": 0},

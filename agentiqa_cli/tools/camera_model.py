@@ -1,0 +1,150 @@
+"""The camera model: a small learned no-reference network over the camera readings.
+
+Hand-built detectors learned the lossless synthetic kinds; a camera's pipeline (demosaicing,
+noise reduction, the JPEG save) changes what they read. This network maps the readings of
+``tools/camera_features.py`` (every built-in detector's raw value plus band, chroma and
+exposure statistics) to one quality score in [1, 5] per distortion it names (``HEADS``),
+each a built-in detector of its own (``camera_<head>``, a tool card each). It is trained by
+``scripts/train_camera_model.py`` (``make camera-model``) on the project's fit set only, on
+the CPU in about a minute; its weights ship as JSON beside the cards (a few kB).
+
+One hidden layer of tanh units, outputs ``1 + 4 · sigmoid``; inputs standardized with the
+training set's mean and spread, clipped to ±3 spreads. Fitted by L-BFGS on a weighted squared error with an L2
+penalty (scipy), from a fixed seed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import minimize
+
+from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.load import LoadedImage
+from agentiqa_cli.tools.camera_features import FEATURES, features
+from agentiqa_cli.tools.detectors import CAMERA_HEADS, _cached
+
+F64 = NDArray[np.float64]
+
+HEADS: tuple[str, ...] = CAMERA_HEADS
+# the scikit-image photo the model is not trained on (tests/test_camera_model.py reads it)
+HELD_OUT_PHOTO = "chelsea"
+MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "tool_cards" / "camera_model.json"
+
+
+# standardized inputs are clipped to this many spreads: a reading far outside the training
+# range (a photo on a black background) must not swing a head on its own
+CLIP = 3.0
+
+
+def _standard(x: F64, mean: F64, scale: F64) -> F64:
+    return np.clip((x - mean) / scale, -CLIP, CLIP)
+
+
+@dataclass(frozen=True)
+class Network:
+    mean: F64
+    scale: F64
+    w1: F64
+    b1: F64
+    w2: F64
+    b2: F64
+
+    def predict(self, x: F64) -> F64:
+        z = np.tanh(_standard(x, self.mean, self.scale) @ self.w1 + self.b1)
+        return 1.0 + 4.0 / (1.0 + np.exp(-(z @ self.w2 + self.b2)))
+
+
+def fit_network(
+    x: F64, y: F64, weight: F64, hidden: int = 16, l2: float = 3e-3, seed: int = 0
+) -> Network:
+    """Weighted least squares with an L2 penalty on the weights, by L-BFGS."""
+    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
+    xs = _standard(x, mean, scale)
+    d = xs.shape[1]
+    k = y.shape[1]
+    shapes = [(d, hidden), (hidden,), (hidden, k), (k,)]
+    sizes = [int(np.prod(s)) for s in shapes]
+    w = weight / weight.sum()
+
+    def unpack(theta: F64) -> list[F64]:
+        out, i = [], 0
+        for s, m in zip(shapes, sizes, strict=True):
+            out.append(theta[i : i + m].reshape(s))
+            i += m
+        return out
+
+    def loss(theta: F64) -> tuple[float, F64]:
+        w1, b1, w2, b2 = unpack(theta)
+        h = np.tanh(xs @ w1 + b1)
+        s = 1.0 / (1.0 + np.exp(-(h @ w2 + b2)))
+        err = 1.0 + 4.0 * s - y
+        f = float((w[:, None] * err**2).sum() / k + l2 * ((w1**2).sum() + (w2**2).sum()))
+        g_out = (2.0 / k) * w[:, None] * err * 4.0 * s * (1.0 - s)
+        g_w2 = h.T @ g_out + 2 * l2 * w2
+        g_b2 = g_out.sum(axis=0)
+        g_h = (g_out @ w2.T) * (1.0 - h**2)
+        g_w1 = xs.T @ g_h + 2 * l2 * w1
+        g_b1 = g_h.sum(axis=0)
+        return f, np.concatenate([g.ravel() for g in (g_w1, g_b1, g_w2, g_b2)])
+
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, 0.3, sum(sizes))
+    theta[sum(sizes[:3]) :] = 2.0  # outputs start near the clean plateau
+    res = minimize(loss, theta, jac=True, method="L-BFGS-B", options={"maxiter": 3000})
+    w1, b1, w2, b2 = unpack(res.x)
+    return Network(mean, scale, w1, b1, w2, b2)
+
+
+@dataclass(frozen=True)
+class CameraModel:
+    network: Network
+    features: tuple[str, ...]
+    source: str
+
+    @classmethod
+    def from_network(cls, net: Network, source: str) -> CameraModel:
+        return cls(net, FEATURES, source)
+
+    def save(self, path: Path) -> None:
+        n = self.network
+        data = {
+            "heads": list(HEADS),
+            "features": list(self.features),
+            "source": self.source,
+            **{
+                f: np.round(getattr(n, f), 7).tolist()
+                for f in ("mean", "scale", "w1", "b1", "w2", "b2")
+            },
+        }
+        Path(path).write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path = MODEL_PATH) -> CameraModel:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            if data["heads"] != list(HEADS) or data["features"] != list(FEATURES):
+                raise ValueError("its heads or features are not this version's")
+            net = Network(*(np.asarray(data[f], np.float64) for f in ("mean", "scale", "w1", "b1", "w2", "b2")))  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ConfigError(f"camera model {path}: {e} (retrain it: make camera-model)") from None
+        return cls(net, FEATURES, str(data.get("source", "")))
+
+    def scores(self, image: LoadedImage) -> dict[str, float]:
+        """Each head's score in [1, 5] for ``image`` (cached on it)."""
+
+        def make() -> dict[str, float]:
+            y = self.network.predict(features(image)[None, :])[0]
+            return {h: float(v) for h, v in zip(HEADS, y, strict=True)}
+
+        return _cached(image, "cam:scores", make)
+
+
+@lru_cache(maxsize=1)
+def shipped() -> CameraModel:
+    return CameraModel.load()
