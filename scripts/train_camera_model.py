@@ -203,7 +203,9 @@ def main() -> int:
             card = args.cards / f"camera_{h}.yaml"
             write_card_logistic(card, head_logistic(p3, len(names)))
             print(f"{card}: clean {CLEAN_PERCENTILE}th percentile (photos left out) {p3:.2f}")
-            if h == "blur":  # the resolution detector reads the detail head where it finds a lattice
+            if (
+                h == "blur"
+            ):  # the resolution detector reads the detail head where it finds a lattice
                 write_card_logistic(args.cards / "resolution.yaml", head_logistic(p3, len(names)))
     return 0
 
