@@ -87,12 +87,14 @@ def test_a_distortion_of_a_named_object_is_measured_on_its_located_region(tmp_pa
     vlm = ScriptedVLM(_object_script({"found": True, "box": {"x1": 0.5, "y1": 0.0, "x2": 1.0, "y2": 1.0}}))  # fmt: skip
     trace = tmp_path / "t.jsonl"
     (result,) = run_agent(settings, vlm, [_half_blurred(tmp_path)], trace, "Is the face in focus?")
-    whole = next(t for t in result.tools if t.tool == "sharpness" and t.scope is None)
-    face = next(t for t in result.tools if t.tool == "sharpness" and t.scope == "the face")
+    # the Blurs instrument: whichever of its built-in detectors measured the problem
+    face = next(t for t in result.tools if t.scope == "the face")
+    whole = next(t for t in result.tools if t.tool == face.tool and t.scope is None)
+    assert face.tool in ("sharpness", "camera_blur")
     assert face.distortion == "Blurs" and face.norm is not None and whole.norm is not None
     assert face.norm < whole.norm - 0.5  # the blurred half reads as blurred on its own
     assert len(vlm.calls("locate")) == 1 and vlm.calls("locate")[0].messages[-1].images
-    assert f"sharpness@the face={face.norm:.3f}" in result.tools_cell()
+    assert f"{face.tool}@the face={face.norm:.3f}" in result.tools_cell()
     events = [json.loads(x) for x in trace.read_text().splitlines()]
     assert any(e["step"] == "tool" and e.get("note") == "on the region of the face" for e in events)
     # the summarizer is told which reading is the object's
@@ -129,7 +131,17 @@ def test_a_tool_chosen_for_two_categories_reads_as_the_first_on_the_image_and_th
         {"type": "Sharpness", "severity": "moderate", "explanation": "no crisp edge"}]}}  # fmt: skip
     script["select"] = {"selected_tools": {"the face": {"Sharpness": "sharpness", "Blurs": "sharpness"}}}  # fmt: skip
     vlm = ScriptedVLM(script)
-    (result,) = run_agent(Settings(concurrency=1), vlm, [pair], tmp_path / "t.jsonl", "Is the face in focus?")  # fmt: skip
+    from agentiqa_cli.resources import default_cards_dir
+
+    # the signal detectors' cards only: with the camera model's, Blurs' worst reading is its
+    # blur head and no one tool serves both categories
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    for card in default_cards_dir().glob("*.yaml"):
+        if not card.name.startswith("camera_") and card.name != "resolution.yaml":
+            (cards / card.name).write_bytes(card.read_bytes())
+    settings = Settings(concurrency=1, cards_dir=cards)
+    (result,) = run_agent(settings, vlm, [pair], tmp_path / "t.jsonl", "Is the face in focus?")
     # sharpness, the worst reading of both categories on this soft image, serves both
     assert {t.tool for t in result.tools if t.distortion} == {"sharpness"}, result.tools
     readings = {t.scope: t.distortion for t in result.tools if t.tool == "sharpness"}
