@@ -892,10 +892,12 @@ def resampling(image: LoadedImage) -> float:
     """log10 of the strongest interpolation-lattice peak over the median of the spectrum of
     the second-difference profile, rows and columns together, in the full-resolution crops."""
     total = np.zeros_like(_LATTICE_GRID)
+    shortest = 1 << 30
     for g in _crops(image):
         for a in (g, g.T):
             if a.shape[1] < 64:
                 continue
+            shortest = min(shortest, a.shape[1] - 18)
             c = np.abs(a[:, :-2] - 2.0 * a[:, 1:-1] + a[:, 2:]).mean(axis=0, dtype=np.float64)
             c = (c - np.convolve(c, np.ones(9) / 9, mode="same"))[8:-8]
             spec = np.abs(np.fft.rfft(c * np.hanning(c.size))) ** 2
@@ -909,7 +911,10 @@ def resampling(image: LoadedImage) -> float:
     def near(h: float, tol: float) -> NDArray[np.bool_]:
         return np.abs(f - h) <= tol
 
-    grid = near(0.125, 0.006) | near(0.25, 0.006) | near(0.375, 0.006) | near(0.5, 0.006)
+    # a peak leaks into neighbouring frequencies by about the profile's resolution: a strong
+    # 8-px grid (a block pattern) must not leak into the frequencies read as free
+    tol = max(0.006, 3.0 / shortest)
+    grid = near(0.125, tol) | near(0.25, tol) | near(0.375, tol) | near(0.5, tol)
     free = float(total[band & ~grid].max()) / base
     odd = max(float(total[near(h, 0.004)].max()) for h in (0.125, 0.375))
     even = max(float(total[near(h, 0.004)].max()) for h in (0.25, 0.5))
