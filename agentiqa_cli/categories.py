@@ -77,8 +77,6 @@ class Distortion:
     camera_kinds: tuple[str, ...] = ()
     detectors: tuple[str, ...] = ()
     artefacts: tuple[str, ...] = ()
-    # detectors read only on a probe's cells (their artefact), never over the whole image
-    cell_detectors: tuple[str, ...] = ()
     patterns: tuple[str, ...] = ()
     option_words: tuple[str, ...] = ()
     type_words: tuple[str, ...] = ()
@@ -186,10 +184,7 @@ DISTORTIONS: tuple[Distortion, ...] = (
         "Compression",
         kinds=("jpeg",),
         camera_kinds=("low_jpeg",),
-        # blockiness reads the probe's cells only: over a whole camera photo its own q75-95
-        # save reads as compression (docs/camera.md); the camera model's head judges it
-        detectors=("camera_compression",),
-        cell_detectors=("blockiness",),
+        detectors=("blockiness", "camera_compression"),
         artefacts=("jpeg", "scanlines", "grid", "other"),
     ),
     Distortion("jpeg2000", "Compression", kinds=("jpeg2000",)),  # no 8x8 grid to read
@@ -291,9 +286,6 @@ def category_of_detector(name: str) -> Category | None:
     return DETECTOR_CATEGORY.get(name)
 
 
-CELL_DETECTORS: tuple[str, ...] = tuple(n for d in DISTORTIONS for n in d.cell_detectors)
-
-
 def says_of_detector(name: str) -> str:
     """What a finding of this detector names beside its category ('' when the category says
     it all)."""
@@ -330,20 +322,13 @@ def kinds_of(categories: Iterable[str]) -> list[str]:
 def kinds_of_detector(name: str) -> tuple[str, ...]:
     """The synthetic kinds of the distortions a built-in detector makes findings of: what
     its card's logistic is fitted on (``bench/builtin_fit.py``)."""
-    return tuple(k for d in DISTORTIONS if name in d.detectors + d.cell_detectors for k in d.kinds)
+    return tuple(k for d in DISTORTIONS if name in d.detectors for k in d.kinds)
 
 
 def artefact_of_detector(name: str) -> str | None:
     """The probe artefact type a built-in detector's local reading names (the first of its
     distortion's), or None."""
-    return next(
-        (
-            d.artefacts[0]
-            for d in DISTORTIONS
-            if name in d.detectors + d.cell_detectors and d.artefacts
-        ),
-        None,
-    )
+    return next((d.artefacts[0] for d in DISTORTIONS if name in d.detectors and d.artefacts), None)
 
 
 def detectors_of(category: str) -> list[str]:

@@ -123,7 +123,7 @@ def test_kinds_detectors_and_artefacts_exist_where_they_are_read() -> None:
         assert card.detector, name
         # the card lists the category first, which is what its findings report
         assert card.category == category, name
-    assert set(REASONS) <= set(cats.DETECTOR_CATEGORY) | set(cats.CELL_DETECTORS)
+    assert set(REASONS) <= set(cats.DETECTOR_CATEGORY)
 
 
 def test_a_new_distortion_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -116,7 +116,7 @@ def test_sharp_subject_on_soft_background_is_not_blurry(photo, cards):
 
 
 @pytest.mark.parametrize(
-    ("name", "kind"), [("noise", "noise"), ("sharpness", "blur"), ("camera_compression", "jpeg")]
+    ("name", "kind"), [("noise", "noise"), ("sharpness", "blur"), ("blockiness", "jpeg")]
 )
 def test_finding_severity_rises_with_level(photo, cards, name, kind):
     sevs = []

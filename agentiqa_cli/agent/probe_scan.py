@@ -22,12 +22,12 @@ from scipy import ndimage
 
 from agentiqa_cli.agent.crops import subject_overlap
 from agentiqa_cli.agent.probe_records import CropRecord, ProbeOutcome, SubjectRecord
-from agentiqa_cli.categories import CELL_DETECTORS, artefact_of_detector
+from agentiqa_cli.categories import artefact_of_detector
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import SEVERITIES, Box, Severity
 from agentiqa_cli.tools.cards import CardSet
 from agentiqa_cli.tools.detectors import DETECTORS
-from agentiqa_cli.tools.severity import findings, reason_of, severity_of
+from agentiqa_cli.tools.severity import findings
 
 F32 = NDArray[np.float32]
 PxBox = tuple[int, int, int, int]  # x0, y0, x1, y1, end exclusive
@@ -123,17 +123,12 @@ def read(
         if fn is None or name not in cards:
             continue  # a detector the reworked set no longer has, or a card the user dropped
         raw = float(known[name]) if known and name in known else float(fn(image))
-        norm = cards.get(name).normalize(raw)
-        if name in CELL_DETECTORS:  # read on cells only: no whole-image finding to ask
-            if norm != norm:
-                continue
-            sev = severity_of(norm)
-            out[name] = Reading(name, raw, norm, sev, f"{reason_of(name, raw)} ({sev})")
-            continue
         found = findings({name: raw}, cards)
         if not found:  # NaN reading, or a monochrome exemption
             continue
-        out[name] = Reading(name, raw, norm, found[0].severity, found[0].reason)
+        out[name] = Reading(
+            name, raw, cards.get(name).normalize(raw), found[0].severity, found[0].reason
+        )
     return out
 
 

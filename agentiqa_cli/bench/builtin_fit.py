@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from agentiqa_cli.bench.synth import KINDS, SynthItem
-from agentiqa_cli.categories import CELL_DETECTORS, DETECTOR_CATEGORY, kinds_of_detector
+from agentiqa_cli.categories import DETECTOR_CATEGORY, kinds_of_detector
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS
 from agentiqa_cli.tools.logistic import logistic5
@@ -44,8 +44,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     # the lossless kinds of bench.synth (the camera model's heads are trained, not fitted)
     **{
         name: tuple(k for k in kinds_of_detector(name) if k in KINDS)
-        for name in SIGNALS
-        if name in DETECTOR_CATEGORY or name in CELL_DETECTORS
+        for name in DETECTOR_CATEGORY
+        if name in SIGNALS
     },
     "colorfulness": ("desaturate",),
     "colorcast": ("color_cast",),

@@ -73,7 +73,7 @@ REASONS: dict[str, _Reason] = {
 }
 
 
-def reason_of(detector: str, raw: float) -> str:
+def _reason(detector: str, raw: float) -> str:
     say = REASONS.get(detector)
     return say(raw) if say else f"{detector} reading {raw:.3g}"
 
@@ -128,7 +128,7 @@ def findings(readings: Mapping[str, float], cards: CardSet | None = None) -> lis
         f = Finding(
             category=category,
             severity=sev,
-            reason=f"{reason_of(name, float(raw))} ({sev})",
+            reason=f"{_reason(name, float(raw))} ({sev})",
             says="" if sev == "none" else says_of_detector(name),
         )
         old = best.get(category)
