@@ -120,7 +120,12 @@ def findings(readings: Mapping[str, float], cards: CardSet | None = None) -> lis
     """
     cards = cards or _default_cards()
     best: dict[str, Finding] = {}
-    for name, raw in readings.items():
+    # on a tie the detector earlier in the default set wins (the signal detectors before the
+    # camera model's heads): its reason cites a plain measurement (a noise sigma, a sharpness)
+    def order(name: str) -> int:
+        return (cards.get(name).default_order or 99) if name in cards else 99
+
+    for name, raw in sorted(readings.items(), key=lambda kv: order(kv[0])):
         category = category_of_detector(name)
         if category is None or name not in cards or raw is None or raw != raw:
             continue
