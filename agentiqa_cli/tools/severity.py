@@ -120,6 +120,7 @@ def findings(readings: Mapping[str, float], cards: CardSet | None = None) -> lis
     """
     cards = cards or _default_cards()
     best: dict[str, Finding] = {}
+
     # on a tie the detector earlier in the default set wins (the signal detectors before the
     # camera model's heads): its reason cites a plain measurement (a noise sigma, a sharpness)
     def order(name: str) -> int:
