@@ -890,10 +890,15 @@ _LATTICE_GRID = np.linspace(0.0, 0.5, 257)
 
 def resampling(image: LoadedImage) -> float:
     """log10 of the strongest interpolation-lattice peak over the median of the spectrum of
-    the second-difference profile, rows and columns together, in the full-resolution crops."""
+    the second-difference profile, rows and columns together, in the full-resolution crops
+    (read once per image: the blur head and the resolution detector both ask)."""
+    return float(_cached(image, "det:lattice", lambda: _lattice(_crops(image))))
+
+
+def _lattice(crops: list[F32]) -> float:
     total = np.zeros_like(_LATTICE_GRID)
     shortest = 1 << 30
-    for g in _crops(image):
+    for g in crops:
         for a in (g, g.T):
             if a.shape[1] < 64:
                 continue
@@ -902,11 +907,11 @@ def resampling(image: LoadedImage) -> float:
             c = (c - np.convolve(c, np.ones(9) / 9, mode="same"))[8:-8]
             spec = np.abs(np.fft.rfft(c * np.hanning(c.size))) ** 2
             total += np.interp(_LATTICE_GRID, np.fft.rfftfreq(c.size), spec)
+    if not total.any():  # too small to hold a profile
+        return 0.0
     f = _LATTICE_GRID
     band = f > 0.05
     base = float(np.median(total[band])) + 1e-30
-    if not total.any():
-        return 0.0
 
     def near(h: float, tol: float) -> NDArray[np.bool_]:
         return np.abs(f - h) <= tol
