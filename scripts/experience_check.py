@@ -9,6 +9,11 @@ image, which tool measured each category, and the quality that ``eval-bench synt
 
     python scripts/experience_check.py POOL [--clean DIR] [--kinds a,b] [--levels 1,3,5]
                                             [--work DIR] [--json]
+    python scripts/experience_check.py POOL --manifest .cache/realset/synth/manifest.csv
+                                            [--contents 3] [--kinds a,b]
+
+``--manifest`` runs on an existing synthetic set instead (e.g. the realset's), its first
+``--contents`` clean images with every level of ``--kinds``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 from agentiqa_cli.agent.rules import RulesVLM
 from agentiqa_cli.bench.runs import Bench
 from agentiqa_cli.bench.synth import generate_from_dir, sample_photos
-from agentiqa_cli.bench.synth_eval import evaluate_synth, load_manifest, synth_items
+from agentiqa_cli.bench.synth_eval import SynthRow, evaluate_synth, load_manifest, synth_items
 from agentiqa_cli.config import Settings
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.resources import default_cards_dir
@@ -47,10 +52,19 @@ class CountingRules(RulesVLM):
         return await super().complete(request)
 
 
-async def one_run(pool: Path | None, manifest: Path, trace: Path) -> dict[str, Any]:
+def select_rows(manifest: Path, contents: int | None, kinds: set[str]) -> list[SynthRow]:
+    """The rows of the first ``contents`` clean images (all when None) of ``kinds``."""
+    rows = load_manifest(manifest)
+    refs = list(dict.fromkeys(str(r.reference or r.image) for r in rows))
+    keep = set(refs[:contents] if contents else refs)
+    return [
+        r for r in rows if str(r.reference or r.image) in keep and (r.level == 0 or r.kind in kinds)
+    ]
+
+
+async def one_run(pool: Path | None, rows: list[SynthRow], trace: Path) -> dict[str, Any]:
     settings = Settings.model_validate({"experience": pool, "concurrency": 2, "zoom": "off"})
     vlm = CountingRules()
-    rows = load_manifest(manifest)
     items = synth_items(rows, with_reference=False)
     tracer = TraceWriter(trace)
     try:
@@ -93,19 +107,26 @@ def main() -> int:
     ap.add_argument("--levels", default="1,2,3,4,5", help="levels to generate, e.g. 1,3,5")
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--work", type=Path, default=Path("experience-check"))
+    ap.add_argument("--manifest", type=Path, help="an existing synthetic set's manifest.csv")
+    ap.add_argument("--contents", type=int, help="with --manifest: its first N clean images")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     clean = a.clean
-    if clean is None:
+    if a.manifest is not None:
+        manifest = a.manifest
+    elif clean is None:
         clean = a.work / "clean-src"
         if not clean.is_dir():
             sample_photos(clean, 512)
-    manifest = a.work / "images" / "manifest.csv"
-    if not manifest.is_file():  # cached: the same seed gives the same images
+    if a.manifest is None:
+        manifest = a.work / "images" / "manifest.csv"
+    if a.manifest is None and not manifest.is_file():  # cached: the same seed gives the same images
         levels = [int(v) for v in a.levels.split(",")]
         generate_from_dir(clean, a.work / "images", kinds=a.kinds.split(","), levels=levels,
                           size=a.size)  # fmt: skip
-    out = [asyncio.run(one_run(p, manifest, a.work / f"trace-{i}.jsonl"))
+    rows = select_rows(manifest, a.contents, set(a.kinds.split(",")))
+    a.work.mkdir(parents=True, exist_ok=True)
+    out = [asyncio.run(one_run(p, rows, a.work / f"trace-{i}.jsonl"))
            for i, p in enumerate([None, a.pool])]  # fmt: skip
     if a.json:
         print(json.dumps(out, indent=2))

@@ -22,6 +22,7 @@ from agentiqa_cli.experience.pool import (
     add_records,
     check_cards,
     read_pool,
+    set_key,
     write_pool,
 )
 from agentiqa_cli.experience.vote import vote
@@ -62,7 +63,7 @@ def records(n: int, category: str = "Noise", seed: int = 0, mode: str = "NR") ->
         out.append(
             Record(
                 mode=mode,
-                category=category,
+                degradations=category,
                 source=f"img{i}",
                 kind="noise",
                 tools=TOOLS,  # type: ignore[arg-type]
@@ -82,7 +83,14 @@ def test_roundtrip_and_significance(tmp_path: Path) -> None:
     assert noise.records == 200 and noise.significant and noise.best == "noise"
     assert noise.d is not None and noise.se is not None and noise.d - 1.96 * noise.se >= 0
     assert blurs.records == 3 and not blurs.significant
-    assert len(pool.fine("NR", "Noise")) == 200
+    assert sum(r.degradations == "Noise" for r in pool.records) == 200
+    # the insight level: which tool wins, by how much, on how many records (Eq. 8 → text)
+    text = noise.insight()
+    assert text.startswith("NR Noise: over 200 records noise measured it best")
+    assert "significant at the one-sided Wald test" in text and "not significant" not in text
+    assert "P(noise beats sharpness) 0.6" in text or "P(noise beats sharpness) 0.7" in text
+    assert text.endswith("Order: noise > sharpness > contrast.")
+    assert "not significant" in blurs.insight()
     again = read_pool(tmp_path / "p.db")
     assert again.entries == pool.entries and again.meta == pool.meta
 
@@ -189,20 +197,82 @@ def test_measured_records_pick_the_matching_detector() -> None:
     assert set(m.cards) >= {"noise", "sharpness", "contrast", *DETECTORS}
 
 
-def test_fine_level_uses_similar_records(tmp_path: Path) -> None:
+def _profile(*values: float) -> list[float]:
+    return [*values] + [0.0] * (len(DETECTORS) - len(values))
+
+
+def test_fine_level_retrieves_learnt_pattern_profiles(tmp_path: Path) -> None:
     tie = {"wins": np.zeros((3, 3)).tolist(), "ties": (1 - np.eye(3)).tolist()}
-    # ties only: the coarse level cannot tell the tools apart and abstains
-    recs = [r.model_copy(update=tie) for r in records(2)]
-    recs += [r.model_copy(update={**tie, "best": "sharpness", "profile": [0.0, 1.0] + [0.0] * (len(DETECTORS) - 2)})
-             for r in records(3, seed=5)]  # fmt: skip
+    rng = np.random.default_rng(3)
+    # ties only: the coarse level cannot tell the tools apart and abstains; two patterns
+    # (high first reading: noise wins; high second reading: sharpness wins) and one outlier
+    recs = [r.model_copy(update={**tie, "profile": _profile(3 + rng.normal(0, 0.2), 0.0)})
+            for r in records(6)]  # fmt: skip
+    recs += [r.model_copy(update={**tie, "best": "sharpness",
+                                  "profile": _profile(0.0, 3 + rng.normal(0, 0.2))})
+             for r in records(5, seed=5)]  # fmt: skip
+    recs += [r.model_copy(update={**tie, "profile": _profile(-9.0, -9.0)}) for r in records(1)]
     pool = write_pool(tmp_path / "p.db", meta(), recs)
-    assert not pool.entries["NR|Noise"].significant
+    entry = pool.entries["NR|Noise"]
+    assert not entry.significant
+    got = {(p.best, p.members) for p in entry.profiles}
+    assert got == {("noise", 6), ("sharpness", 5)}  # the outlier joins no profile (MAD rule)
     advisor = PoolAdvisor(pool, TOOLS)
-    near_second = [ToolScore(tool=d, raw=1.0 if d == DETECTORS_LIST[1] else 0.0) for d in DETECTORS]
-    advice = advisor.advise("Noise", False, near_second)
-    assert advice is not None and advice.level == "fine" and advice.tool == "sharpness"
-    assert advisor.advise("Blurs", False, near_second) is None  # no entry for Blurs
-    assert PoolAdvisor(pool, ["noise", "contrast"]).advise("Noise", False, near_second) is None
+
+    def at(*values: float) -> list[ToolScore]:
+        prof = _profile(*values)
+        return [ToolScore(tool=d, raw=v) for d, v in zip(DETECTORS, prof, strict=True)]
+
+    advice = advisor.advise(["Noise"], False, at(0.0, 3.0))
+    assert advice["Noise"].level == "fine" and advice["Noise"].tool == "sharpness"
+    assert advisor.advise(["Noise"], False, at(3.0, 0.0))["Noise"].tool == "noise"
+    assert advisor.advise(["Noise"], False, at(-9.0, -9.0)) == {}  # held by no profile
+    assert advisor.advise(["Blurs"], False, at(0.0, 3.0)) == {}  # no entry for Blurs
+    assert PoolAdvisor(pool, ["noise", "contrast"]).advise(["Noise"], False, at(0.0, 3.0)) == {}
+
+
+def test_profiles_mad_rule_and_conflicts() -> None:
+    from agentiqa_cli.experience import profiles
+
+    rng = np.random.default_rng(0)
+    near = [profiles.Candidate(profile=[float(v), 0.0], best="a") for v in rng.normal(0, 0.1, 9)]
+    far = profiles.Candidate(profile=[5.0, 0.0], best="a")
+    (only,) = profiles.learn([*near, far], ["x", "y"])
+    assert only.members == 9 and only.scale[0] == profiles.MIN_SCALE  # 5.0: far outside
+    assert profiles.match([0.05, 0.0], [only]) == only
+    assert profiles.match([5.0, 0.0], [only]) is None
+    # two profiles that both hold the image but name different tools: no advice
+    other = only.model_copy(update={"best": "b"})
+    assert profiles.match([0.05, 0.0], [only, other]) is None
+    assert profiles.learn(near[:2], ["x", "y"]) == []  # fewer than three records
+
+
+def test_set_keys_and_coupled_records(tmp_path: Path) -> None:
+    assert set_key(["Noise", "Blurs"]) == "Blurs+Noise" == set_key(["Blurs", "Noise", "Noise"])
+    with pytest.raises(ValueError):
+        set_key(["Noise", "Haze"])
+    both = [r.model_copy(update={"degradations": "Blurs+Noise", "kind": "blur+noise"})
+            for r in records(200)]  # fmt: skip
+    single = [r.model_copy(update={"degradations": "Blurs"}) for r in records(3, seed=2)]
+    pool = write_pool(tmp_path / "p.db", meta(), both + single)
+    assert set(pool.entries) == {"NR|Blurs+Noise", "NR|Blurs"}
+    advisor = PoolAdvisor(pool, TOOLS)
+    # the whole set's key is significant: one tool for both categories, no model call
+    advice = advisor.advise(["Noise", "Blurs"], False, [])
+    assert {c: a.tool for c, a in advice.items()} == {"Noise": "noise", "Blurs": "noise"}
+    assert advice["Blurs"].detail["key"] == "Blurs+Noise"
+    # one category of the set alone: its own key (not significant with 3 records)
+    assert advisor.advise(["Blurs"], False, []) == {}
+    (insight,) = advisor.insights(["Blurs"], False)
+    assert insight.best == pool.entries["NR|Blurs"].best and "over 3 records" in insight.text
+    with pytest.raises(ConfigError, match="invalid content"):
+        bad = tmp_path / "bad.db"
+        bad.write_bytes((tmp_path / "p.db").read_bytes())
+        con = sqlite3.connect(bad)
+        with con:
+            con.execute("UPDATE records SET degradations = 'Noise+Blurs'")  # not canonical
+        con.close()
+        read_pool(bad)
 
 
 DETECTORS_LIST = list(DETECTORS)
@@ -261,7 +331,7 @@ def test_cli_build_show_and_refusal(tmp_path: Path, capsys: pytest.CaptureFixtur
                        "--categories", "Noise,Blurs", "--size", "128", "--json", "-q")  # fmt: skip
     assert code == 3, capsys.readouterr().err  # broken.png was skipped: some inputs failed
     doc = json.loads(out)
-    assert {(e["mode"], e["category"]) for e in doc["entries"]} == {
+    assert {(e["mode"], e["degradations"]) for e in doc["entries"]} == {
         ("NR", "Noise"),
         ("NR", "Blurs"),
     }
@@ -341,3 +411,39 @@ def test_assess_with_evolve_appends_records_and_traces_them(tmp_path: Path) -> N
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     learnt = [e["parsed"] for e in events if e["step"] == "experience"]
     assert learnt == [{"records": 1, "categories": ["Noise"], "refitted": []}] * 2
+
+
+def test_select_is_shown_the_insight_and_rules_follow_it(tmp_path: Path) -> None:
+    from agentiqa_cli.agent.advice import Insight
+    from agentiqa_cli.agent.inputs import SelectInput
+    from agentiqa_cli.agent.rules import RulesVLM
+
+    path = tmp_path / "p.db"
+    # 3 records: not significant, so the model decides, shown what the pool learnt
+    write_pool(path, meta(), records(3))
+    script = {"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE,
+              "select": {"selected_tools": {"Global": {"Noise": "contrast"}}},
+              "summarize": lambda r: summary_reply()}  # fmt: skip
+    settings = Settings(tools=["contrast"], concurrency=2, experience=path)
+    vlm = ScriptedVLM(script)
+    run_agent(settings, vlm, pairs(tmp_path, 2, settings))
+    (sel,) = vlm.calls("select")
+    prompt = " ".join(m.text for m in sel.messages)
+    text = read_pool(path).entries["NR|Noise"].insight()
+    assert "What past measurements on the user's own images found" in prompt
+    assert text in prompt and "over 3 records" in prompt
+    without = ScriptedVLM(script)
+    run_agent(Settings(tools=["contrast"], concurrency=2), without, pairs(tmp_path, 2, settings))
+    assert "past measurements" not in " ".join(m.text for m in without.calls("select")[0].messages)
+    # the rules backend takes the insight's tool when its card measures the category
+    rules = RulesVLM(CARDS)
+    cands = [CARDS.get(n) for n in ("noise", "camera_noise", "sharpness")]
+    base = SelectInput(query="q", full_reference=False, categories=["Noise"], candidates=cands)
+    first = rules._select(base).selected_tools["Global"]["Noise"]
+    other = "camera_noise" if first == "noise" else "noise"
+    hint = Insight(categories=["Noise"], best=other, text="t")
+    with_hint = base.model_copy(update={"insights": [hint]})
+    assert rules._select(with_hint).selected_tools["Global"]["Noise"] == other
+    off = Insight(categories=["Noise"], best="sharpness", text="t")  # not a noise tool
+    no_fit = base.model_copy(update={"insights": [off]})
+    assert rules._select(no_fit).selected_tools["Global"]["Noise"] == first

@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from agentiqa_cli.agent.advice import Insight
 from agentiqa_cli.records import Category, Finding, Plan, ToolScore, Track
 from agentiqa_cli.tools.cards import ToolCard
 from agentiqa_cli.vlm.base import RoleInput
@@ -136,6 +137,7 @@ class SelectInput(RoleInput):
     full_reference: bool
     categories: list[Category]
     candidates: list[ToolCard]
+    insights: list[Insight] = Field(default_factory=list)  # an experience pool's, if any
 
     @property
     def distortions(self) -> dict[str, list[Category]]:
@@ -155,6 +157,7 @@ class SelectInput(RoleInput):
                 }
                 for c in self.candidates
             ],
+            "insights": [i.text for i in self.insights],
         }
 
     def dynamic(self) -> dict[str, object]:

@@ -127,11 +127,13 @@ class Agent:
     ) -> dict[str, str]:
         async def ask() -> dict[str, str]:
             cands = self.candidates(full_reference)
+            known = self.advisor.insights(categories, full_reference) if self.advisor else []
             inputs = SelectInput(
                 query=self.opt.query,
                 full_reference=full_reference,
                 categories=list(categories),
                 candidates=cands,
+                insights=known,
             )
             reply = await self.ask.select(inputs, usage, pair)
             names = {c.name for c in cands}
@@ -164,10 +166,7 @@ class Agent:
         no model call), from the ``select`` role for the rest."""
         advised: dict[str, Advice] = {}
         if self.advisor is not None:
-            for cat in categories:
-                advice = self.advisor.advise(cat, full_reference, evidence)
-                if advice is not None:
-                    advised[cat] = advice
+            advised = self.advisor.advise(categories, full_reference, evidence)
         if advised:
             parsed: dict[str, JsonValue] = {
                 cat: {"tool": a.tool, "level": a.level, **a.detail} for cat, a in advised.items()

@@ -167,7 +167,13 @@ class RulesVLM:
             chosen[scope] = {}
             for cat in cats:
                 ranked = rank_tools(inputs.candidates, cat, inputs.full_reference)
-                if ranked:
+                # an experience pool's insight: its leading tool, when that tool's card
+                # says it measures the category (else the cards decide, as without a pool)
+                fits = {c.name for c in ranked if cat in c.distortions}
+                learnt = [i.best for i in inputs.insights if cat in i.categories]
+                if learnt and learnt[0] in fits:
+                    chosen[scope][cat] = learnt[0]
+                elif ranked:
                     chosen[scope][cat] = ranked[0].name
         return SelectReply(selected_tools=chosen)
 

@@ -62,6 +62,14 @@ def build(
             help="DATA is a MOS dataset of this eval-bench mos layout (csv, kadid10k, ...).",
         ),
     ] = None,
+    coupled: Annotated[
+        bool,
+        typer.Option(
+            "--coupled",
+            help="Also distort with every pair of categories together: keys for degradation "
+            "sets of two (slower: one more series per pair).",
+        ),
+    ] = False,
     json_out: JsonOut = False,
 ) -> None:
     """Learn which tool to trust per distortion: synthetic levels of your images, four metrics
@@ -94,6 +102,7 @@ def build(
         learned_tools=settings.learned_tools, categories=cats, size=size, seed=seed,
         calibration=rt.calibration_digest(), recursive=recursive,
         max_pixels=settings.max_pixels, layout=layout, on_image=progress, notes=notes,
+        coupled=coupled,
     )  # fmt: skip
     for n in notes:
         ui.note(n)
@@ -107,7 +116,8 @@ def show(
     pool: Annotated[Path, typer.Argument(help="The pool file.", show_default=False)],
     json_out: JsonOut = False,
 ) -> None:
-    """The rankings per (mode, distortion category): θ, d and SE of the top two, significance."""
+    """The rankings per (mode, degradation set): θ, d and SE of the top two, significance,
+    pattern profiles and the insight text `select` is shown."""
     _show(read_pool(pool), json_out)
 
 
@@ -119,7 +129,7 @@ def pool_json(pool: Pool) -> dict[str, Any]:
         "entries": [
             {
                 "mode": e.mode,
-                "category": e.category,
+                "degradations": e.degradations,
                 "records": e.records,
                 "significant": e.significant,
                 "best": e.best,
@@ -127,6 +137,8 @@ def pool_json(pool: Pool) -> dict[str, Any]:
                 "se": e.se,
                 "nu": e.nu,
                 "ranking": [{"tool": t, "theta": th, "se": se} for t, th, se in e.ranking()],
+                "profiles": [p.model_dump() for p in e.profiles],
+                "insight": e.insight(),
             }
             for e in pool.entries.values()
         ],
@@ -138,18 +150,21 @@ def _show(pool: Pool, json_out: bool) -> None:
         ui.print_json(pool_json(pool))
         return
     table = Table(title=f"experience pool {ui.cell(str(pool.path))}")
-    for col in ("mode", "category", "records", "ranking (θ, best first)", "d", "SE", "significant"):
+    cols = ("mode", "degradations", "records", "ranking (θ, best first)", "d", "SE", "significant",
+            "profiles")  # fmt: skip
+    for col in cols:
         table.add_column(col, justify="right" if col in ("records", "d", "SE") else "left")
     for e in pool.entries.values():
         ranking = ", ".join(f"{t} {th:+.2f}" for t, th, _ in e.ranking()[:4])
         table.add_row(
             e.mode,
-            e.category,
+            e.degradations,
             str(e.records),
             ui.cell(ranking),
             f"{e.d:.2f}" if e.d is not None else "-",
             f"{e.se:.2f}" if e.se is not None else "-",
             "yes" if e.significant else "no",
+            str(len(e.profiles)),
         )
     ui.out.print(table)
     covered = sum(e.significant for e in pool.entries.values())

@@ -1,48 +1,38 @@
-"""``PoolAdvisor``: the agent's ``ToolAdvisor`` over an experience pool.
+"""``PoolAdvisor``: the agent's ``ToolAdvisor`` over an experience pool (EvoIR-Agent §3.3).
 
-Coarse level: a key (mode, category) whose top two tools are significantly ordered (Wald
-test) names its best tool, with no model call. Fine level: otherwise, the image's pattern
-profile (its standardised detector readings) is compared by cosine with the key's records;
-when at least two of the three most similar records agree on their best tool, that tool is
-used. Otherwise the model decides. With ``evolve`` each assessed image's detected categories
-are measured on synthetic levels of that image (as in ``experience build``) and appended;
-every 25 new records of a key refit it (``pool.add_records``).
+The pool is keyed by (mode, degradation set). For the distortion set the agent found, the
+levels are tried most specific first:
+
+- coarse, the whole set: a key for exactly this set (records of coupled distortions) whose
+  top two tools are significantly ordered (Wald test) names one tool for every category of
+  the set, with no model call;
+- coarse, per category: the same test on the category's own key;
+- fine: otherwise the image's pattern profile (its standardised detector readings) is
+  retrieved among the key's learnt pattern profiles (``profiles.py``: top-3 by cosine, then
+  the MAD rule); a profile that holds the image names its tool;
+- insight: what is left goes to the model's ``select``, shown the insight text of the
+  set's key (or of each category's) — which tool the records favour, by how much, over how
+  many records (``Entry.insight``, Eq. 11).
+
+With ``evolve`` each assessed image's detected categories are measured on synthetic levels
+of that image (as in ``experience build``) and appended; every 25 new records of a key refit
+it and learn its profiles again (``pool.add_records``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Sequence
 
-import numpy as np
 from pydantic import JsonValue
 
-from agentiqa_cli.agent.advice import Advice
-from agentiqa_cli.experience import measure
-from agentiqa_cli.experience.pool import EVOLVE_BATCH, Pool, Record, add_records
+from agentiqa_cli.agent.advice import Advice, Insight
+from agentiqa_cli.experience import measure, profiles
+from agentiqa_cli.experience.pool import EVOLVE_BATCH, Entry, Pool, add_records, set_key
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import Mode, ToolScore
 from agentiqa_cli.tools.cards import CardSet
 from agentiqa_cli.tools.runner import ToolRunner
-
-TOP = 3
-
-
-def cosine_top(
-    profile: Sequence[float], records: Sequence[Record], k: int = TOP
-) -> list[tuple[float, Record]]:
-    v = np.asarray(profile, dtype=float)
-    nv = float(np.linalg.norm(v))
-    scored = []
-    for r in records:
-        u = np.asarray(r.profile, dtype=float)
-        nu = float(np.linalg.norm(u))
-        if nv == 0 or nu == 0 or u.shape != v.shape:
-            continue
-        scored.append((float(v @ u / (nv * nu)), r))
-    scored.sort(key=lambda t: -t[0])
-    return scored[:k]
 
 
 class PoolAdvisor:
@@ -66,34 +56,54 @@ class PoolAdvisor:
         self._lock = threading.Lock()  # one evolution write at a time from this process
 
     def advise(
-        self, category: str, full_reference: bool, evidence: Sequence[ToolScore]
-    ) -> Advice | None:
+        self, categories: Sequence[str], full_reference: bool, evidence: Sequence[ToolScore]
+    ) -> dict[str, Advice]:
         mode = "FR" if full_reference else "NR"
-        entry = self.pool.entry(mode, category)
-        if entry is None:
-            return None
-        if entry.significant and entry.best in self.offered:
-            return Advice(
-                entry.best,
-                "coarse",
-                {"d": entry.d, "se": entry.se, "records": entry.records, "nu": entry.nu},
-            )
-        readings = {s.tool: s.raw for s in evidence if s.raw is not None}
-        if not readings:
-            return None
-        prof = measure.profile(readings, self.pool.meta.standardize)
-        near = cosine_top(prof, self.pool.fine(mode, category))
-        votes = Counter(r.best for _, r in near if r.best is not None)
-        if not votes:
-            return None
-        tool, n = votes.most_common(1)[0]
-        if n < 2 or tool not in self.offered:
-            return None
-        neighbours: list[JsonValue] = [
-            {"source": r.source, "kind": r.kind, "best": r.best, "cosine": round(c, 4)}
-            for c, r in near
+        cats = list(dict.fromkeys(categories))
+        if len(cats) > 1:
+            whole = self.pool.entry(mode, cats)
+            if whole is not None and whole.significant and whole.best in self.offered:
+                a = Advice(whole.best, "coarse", _coarse_detail(whole))
+                return dict.fromkeys(cats, a)
+        out: dict[str, Advice] = {}
+        prof: list[float] | None = None
+        for cat in cats:
+            entry = self.pool.entry(mode, [cat])
+            if entry is None:
+                continue
+            if entry.significant and entry.best in self.offered:
+                out[cat] = Advice(entry.best, "coarse", _coarse_detail(entry))
+                continue
+            if not entry.profiles:
+                continue
+            if prof is None:
+                readings = {s.tool: s.raw for s in evidence if s.raw is not None}
+                if not readings:
+                    continue
+                prof = measure.profile(readings, self.pool.meta.standardize)
+            found = profiles.match(prof, entry.profiles)
+            if found is not None and found.best in self.offered:
+                detail: dict[str, JsonValue] = {
+                    "profile": found.text,
+                    "members": found.members,
+                    "d": entry.d,
+                    "se": entry.se,
+                }
+                out[cat] = Advice(found.best, "fine", detail)
+        return out
+
+    def insights(self, categories: Sequence[str], full_reference: bool) -> list[Insight]:
+        """The insight level for a set the model decides: the set's own key when the pool
+        has one, else each category's."""
+        mode = "FR" if full_reference else "NR"
+        cats = list(dict.fromkeys(categories))
+        whole = self.pool.entry(mode, cats) if len(cats) > 1 else None
+        entries = [whole] if whole is not None else [self.pool.entry(mode, [c]) for c in cats]
+        return [
+            Insight(categories=list(e.degradations.split("+")), best=e.best, text=e.insight())
+            for e in entries
+            if e is not None and e.best in self.offered
         ]
-        return Advice(tool, "fine", {"neighbours": neighbours, "d": entry.d, "se": entry.se})
 
     def learn(
         self, image: LoadedImage, categories: Sequence[str], full_reference: bool
@@ -101,17 +111,17 @@ class PoolAdvisor:
         if not self.evolve or self.cards is None or self.runner is None:
             return None
         mode: Mode = "FR" if full_reference else "NR"
-        keys = [c for c in dict.fromkeys(categories) if self.pool.entry(mode, c) is not None]
+        keys = [c for c in dict.fromkeys(categories) if self.pool.entry(mode, [c]) is not None]
         if not keys:
             return None
-        tools = {c: self.pool.entries[f"{mode}|{c}"].tools for c in keys}
+        tools = {c: self.pool.entries[f"{mode}|{set_key([c])}"].tools for c in keys}
         union = list(dict.fromkeys(t for ts in tools.values() for t in ts))
         meta = self.pool.meta
         series = measure.measure(
             image.pixels, str(image.path), measure.kinds_of(keys), self.runner,
             self.cards.resolve(union), seed=meta.seed, size=meta.size,
         )  # fmt: skip
-        records = [measure.record(s, mode, tools[s.category], meta) for s in series]
+        records = [measure.record(s, mode, tools[s.degradations], meta) for s in series]
         with self._lock:
             refitted = add_records(self.pool.path, records, self.batch)
         return {
@@ -119,3 +129,7 @@ class PoolAdvisor:
             "categories": list(keys),
             "refitted": [f"{m}/{c}" for m, c in refitted],
         }
+
+
+def _coarse_detail(e: Entry) -> dict[str, JsonValue]:
+    return {"d": e.d, "se": e.se, "records": e.records, "nu": e.nu, "key": e.degradations}

@@ -155,3 +155,12 @@ def simulate(theta: Vec, nu: float, per_pair: int, rng: np.random.Generator) -> 
             c.ties[i, j] += t
             c.ties[j, i] += t
     return c
+
+
+def outcome_probabilities(theta_i: float, theta_j: float, nu: float) -> tuple[float, float]:
+    """(P(i≻j), P(i=j)) of Eq. 8 for abilities ``theta_i``, ``theta_j`` and tie intensity ν."""
+    m = max(theta_i, theta_j)
+    a, b = math.exp(theta_i - m), math.exp(theta_j - m)
+    t = 2.0 * nu * math.exp(0.5 * (theta_i + theta_j) - m)
+    z = a + b + t
+    return a / z, t / z

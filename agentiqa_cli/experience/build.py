@@ -52,10 +52,12 @@ def build_pool(
     layout: str | None = None,
     on_image: Callable[[str, str], None] | None = None,
     notes: list[str] | None = None,
+    coupled: bool = False,
 ) -> Pool:
     """Measure every clean image of ``data`` (or, with ``layout`` or a file as ``data``, the
     MOS table's images) and write the pool to ``out``. ``on_image(name, status)`` reports
-    each image (status "ok" or the decode error); what was left out is added to ``notes``."""
+    each image (status "ok" or the decode error); what was left out is added to ``notes``.
+    ``coupled`` also measures every pair of categories together (keys of two categories)."""
     data = Path(data)
     by_mode = {m: candidate_cards(cards, m, learned_tools, tools) for m in modes}
     for m, cs in by_mode.items():
@@ -99,6 +101,7 @@ def build_pool(
     meta, records = build_records(
         images(), runner, by_mode, cards_hashes=cards.hashes, calibration=calibration,
         categories=categories, seed=seed, size=size, source=str(data), on_image=done,
+        coupled=coupled,
     )  # fmt: skip
     if len(loaded) < 1 or not records:
         raise ConfigError(f"no readable images in {data}")

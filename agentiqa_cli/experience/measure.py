@@ -36,7 +36,7 @@ from agentiqa_cli.bench.synth import KINDS, distort, item_rng, resize_long_side
 from agentiqa_cli.categories import category_of_type
 from agentiqa_cli.categories import kinds_of as categories_kinds_of
 from agentiqa_cli.errors import ImageError
-from agentiqa_cli.experience.pool import Meta, Record
+from agentiqa_cli.experience.pool import Meta, Record, set_key
 from agentiqa_cli.experience.vote import Direction, borda, vote
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.records import Category, Mode
@@ -54,12 +54,20 @@ DIRECTIONS: dict[str, Direction] = {
 CLEAN_TARGET = 4.6
 MARGIN_LEVEL = 3
 PROFILE_LEVEL = 3
+COUPLED = "+"  # joins the parts of a coupled kind
 LEVELS = (1, 2, 3, 4, 5)
 
 
 def kinds_of(categories: Iterable[str]) -> list[str]:
     """The synthetic kinds of ``categories`` that ``bench/synth.py`` can make."""
     return [k for k in categories_kinds_of(categories) if k in KINDS]
+
+
+def coupled_kinds(categories: Sequence[str]) -> list[str]:
+    """One coupled kind per pair of ``categories`` (the first synthetic kind of each), for
+    the pool's degradation-set keys of two categories."""
+    firsts = [ks[0] for c in categories if (ks := kinds_of([c]))]
+    return [f"{a}{COUPLED}{b}" for i, a in enumerate(firsts) for b in firsts[i + 1 :]]
 
 
 @dataclass
@@ -75,10 +83,14 @@ class Series:
     clean: bool = True  # the first point is an undistorted image
 
     @property
-    def category(self) -> Category:
-        c = category_of_type(self.kind)
-        assert c is not None
-        return c
+    def degradations(self) -> str:
+        """The degradation-set key of the kind (a coupled kind ``blur+noise``: both)."""
+        cats: list[Category] = []
+        for part in self.kind.split(COUPLED):
+            c = category_of_type(part)
+            assert c is not None
+            cats.append(c)
+        return set_key(cats)
 
 
 def _image(pixels: np.ndarray, name: str) -> LoadedImage:
@@ -112,14 +124,21 @@ def measure(
         norms: dict[str, list[float | None]] = {c.name: [at_clean[c.name]] for c in cards}
         readings: dict[str, float] = {}
         for level in LEVELS:
-            y = _image(distort(x, kind, level, item_rng(seed, source, kind)),
-                       f"{source}__{kind}_{level}")  # fmt: skip
+            y = _image(coupled(x, kind, level, seed, source), f"{source}__{kind}_{level}")
             for name, v in _norms(runner, cards, y, clean).items():
                 norms[name].append(v)
             if level == PROFILE_LEVEL:
                 readings = {n: float(fn(y)) for n, fn in DETECTORS.items()}
         out.append(Series(source, kind, norms, readings))
     return out
+
+
+def coupled(x: np.ndarray, kind: str, level: int, seed: int, source: str) -> np.ndarray:
+    """``x`` distorted by ``kind`` at ``level``; a coupled kind (``blur+noise``) applies its
+    parts in turn, each at the level (its records key on the set of their categories)."""
+    for part in kind.split(COUPLED):
+        x = distort(x, part, level, item_rng(seed, source, part))
+    return x
 
 
 def _key(tool: str, kind: str) -> str:
@@ -227,7 +246,7 @@ def record(series: Series, mode: Mode, tools: Sequence[str], meta: Meta) -> Reco
     top = np.flatnonzero(r == np.nanmax(r)) if np.isfinite(r).any() else np.array([])
     return Record(
         mode=mode,
-        category=series.category,
+        degradations=series.degradations,
         source=series.source,
         kind=series.kind,
         tools=list(tools),
@@ -250,10 +269,12 @@ def build_records(
     size: int | None = 384,
     source: str = "",
     on_image: Callable[[str], None] | None = None,
+    coupled: bool = False,
 ) -> tuple[Meta, list[Record]]:
-    """Measure every image under every kind of ``categories``, then vote per mode."""
+    """Measure every image under every kind of ``categories`` (and, with ``coupled``, every
+    pair of them together), then vote per mode."""
     union = union_of(tools)
-    kinds = kinds_of(categories)
+    kinds = kinds_of(categories) + (coupled_kinds(categories) if coupled else [])
     series: list[Series] = []
     for name, pixels in images:
         series += measure(pixels, name, kinds, runner, union, seed, size)

@@ -5,12 +5,14 @@ Tables:
 - ``meta``: format name and version, the tool cards it was measured with (file hashes,
   calibration overlay digest), how detector readings are standardised into pattern
   profiles, and the logistic fits the RMSE metric uses.
-- ``entries``: the coarse level, one row per key (mode, distortion category): the
-  candidate tools, the pairwise win/tie counts, θ, ν, Cov(θ), d, SE, significance, the
-  number of records fitted, and the id of the last record fitted.
+- ``entries``: the coarse level, one row per key (mode, degradation set: the distortion
+  categories of the records' kind, e.g. ``Noise`` or ``Blurs+Noise``): the candidate tools,
+  the pairwise win/tie counts, θ, ν, Cov(θ), d, SE, significance, the number of records
+  fitted, the id of the last record fitted, and the key's pattern profiles (the fine level,
+  ``profiles.py``: learnt from the records at every fit). The insight level is derived
+  from the fitted entry (``Entry.insight``, EvoIR-Agent Eq. 11).
 - ``records``: every vote (one content, one distortion kind): its counts, its pattern
   profile (the standardised detector readings of the distorted image) and its best tool.
-  The fine level is these records, retrieved by cosine similarity of profiles.
 
 A pool is written whole into a temporary file and renamed into place, and every later
 change (``--evolve``) is one ``BEGIN IMMEDIATE`` transaction, so a reader sees the pool
@@ -31,32 +33,50 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.experience import btd
+from agentiqa_cli.experience import btd, profiles
+from agentiqa_cli.experience.profiles import Profile
 from agentiqa_cli.experience.vote import Counts
-from agentiqa_cli.records import Category, Mode
+from agentiqa_cli.records import CATEGORIES, Category, Mode
 
 FORMAT = "agentiqa-experience"
-VERSION = 1
+VERSION = 2  # 2: keys by degradation set, learnt pattern profiles
 EVOLVE_BATCH = 25  # seed 002: B new records for a key trigger a refit
 
-Key = tuple[str, str]  # (mode, category)
+Key = tuple[str, str]  # (mode, degradation set)
+SET_SEP = "+"
+
+
+def set_key(categories: Iterable[str]) -> str:
+    """The canonical key of a degradation set: its categories in the paper's order, joined
+    by ``+`` (``Blurs+Noise``)."""
+    wanted = set(categories)
+    unknown = sorted(wanted - set(CATEGORIES))
+    if unknown:
+        raise ValueError(f"unknown distortion categories {unknown}")
+    return SET_SEP.join(c for c in CATEGORIES if c in wanted)
+
+
+def set_of(key: str) -> list[Category]:
+    """The categories of a degradation-set key."""
+    return [c for c in CATEGORIES if c in key.split(SET_SEP)]
+
 
 _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE entries (
-    mode TEXT NOT NULL, category TEXT NOT NULL, tools TEXT NOT NULL,
+    mode TEXT NOT NULL, degradations TEXT NOT NULL, tools TEXT NOT NULL,
     wins TEXT NOT NULL, ties TEXT NOT NULL, theta TEXT NOT NULL, nu REAL NOT NULL,
     cov TEXT NOT NULL, d REAL, se REAL, significant INTEGER NOT NULL,
-    records INTEGER NOT NULL, last_record INTEGER NOT NULL,
-    PRIMARY KEY (mode, category));
+    records INTEGER NOT NULL, last_record INTEGER NOT NULL, profiles TEXT NOT NULL,
+    PRIMARY KEY (mode, degradations));
 CREATE TABLE records (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, mode TEXT NOT NULL, category TEXT NOT NULL,
+    id INTEGER PRIMARY KEY AUTOINCREMENT, mode TEXT NOT NULL, degradations TEXT NOT NULL,
     source TEXT NOT NULL, kind TEXT NOT NULL, wins TEXT NOT NULL, ties TEXT NOT NULL,
     profile TEXT, best TEXT);
-CREATE INDEX records_key ON records (mode, category, id);
+CREATE INDEX records_key ON records (mode, degradations, id);
 """
 
 
@@ -81,7 +101,7 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: Mode
-    category: Category
+    degradations: str  # set_key of the kind's categories
     source: str
     kind: str
     tools: list[str]
@@ -90,9 +110,11 @@ class Record(BaseModel):
     profile: list[float] | None = None
     best: str | None = None
 
+    _canonical = field_validator("degradations")(lambda v: _canonical_key(v))
+
     @property
     def key(self) -> Key:
-        return (self.mode, self.category)
+        return (self.mode, self.degradations)
 
     def counts(self) -> Counts:
         return Counts(np.asarray(self.wins, float), np.asarray(self.ties, float))
@@ -104,7 +126,7 @@ class Entry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: Mode
-    category: Category
+    degradations: str
     tools: list[str]
     wins: list[list[float]]
     ties: list[list[float]]
@@ -116,10 +138,35 @@ class Entry(BaseModel):
     significant: bool
     records: int
     last_record: int = 0
+    profiles: list[Profile] = Field(default_factory=list)  # the fine level
+
+    _canonical = field_validator("degradations")(lambda v: _canonical_key(v))
 
     @property
     def key(self) -> Key:
-        return (self.mode, self.category)
+        return (self.mode, self.degradations)
+
+    def insight(self) -> str:
+        """The insight level (EvoIR-Agent Eq. 11): the pairwise outcome probabilities the
+        fitted θ and ν imply (Eq. 8), best tool against each other, concatenated into text
+        with the evidence behind them. The paper has an LLM distil that text further; here
+        the concatenation itself is the insight, shown to the model in ``select``."""
+        ranking = self.ranking()
+        best, th_best, _ = ranking[0]
+        names = " + ".join(set_of(self.degradations))
+        head = f"{self.mode} {names}: over {self.records} records {best} measured it best"
+        if self.d is not None and self.se is not None and len(ranking) > 1:
+            sig = "significant" if self.significant else "not significant"
+            head += (
+                f" (ability gap to {ranking[1][0]} {self.d:.2f}, SE {self.se:.2f}, "
+                f"{sig} at the one-sided Wald test)"
+            )
+        pairs = []
+        for tool, th, _ in ranking[1:4]:
+            win, tie = btd.outcome_probabilities(th_best, th, self.nu)
+            pairs.append(f"P({best} beats {tool}) {win:.2f}, tie {tie:.2f}")
+        order = " > ".join(t for t, _, _ in ranking)
+        return f"{head}; " + "; ".join(pairs) + f". Order: {order}." if pairs else head + "."
 
     def ranking(self) -> list[tuple[str, float, float | None]]:
         """(tool, θ, SE of θ) best first; SE relative to the pinned first tool."""
@@ -131,16 +178,24 @@ class Entry(BaseModel):
         return self.tools[max(range(len(self.tools)), key=lambda i: self.theta[i])]
 
 
+def _canonical_key(v: str) -> str:
+    key = set_key(v.split(SET_SEP))
+    if key != v:
+        raise ValueError(f"degradation set {v!r} is not canonical ({key!r})")
+    return v
+
+
 def _sqrt(v: float) -> float | None:
     return math.sqrt(v) if v >= 0 and math.isfinite(v) else None
 
 
-def fit_entry(mode: Mode, category: Category, tools: list[str], counts: Counts, records: int,
-              last_record: int) -> Entry:  # fmt: skip
+def fit_entry(mode: Mode, degradations: str, tools: list[str], counts: Counts, records: int,
+              last_record: int, profiles: list[Profile] | None = None) -> Entry:  # fmt: skip
     f = btd.fit(counts)
     return Entry(
         mode=mode,
-        category=category,
+        degradations=degradations,
+        profiles=profiles or [],
         tools=tools,
         wins=counts.wins.tolist(),
         ties=counts.ties.tolist(),
@@ -162,14 +217,13 @@ class Pool(BaseModel):
 
     path: Path
     meta: Meta
-    entries: dict[str, Entry]  # "mode|category" → entry
+    entries: dict[str, Entry]  # "mode|degradations" → entry
     records: list[Record]
 
-    def entry(self, mode: str, category: str) -> Entry | None:
-        return self.entries.get(f"{mode}|{category}")
-
-    def fine(self, mode: str, category: str) -> list[Record]:
-        return [r for r in self.records if r.mode == mode and r.category == category and r.profile]
+    def entry(self, mode: str, degradations: str | Iterable[str]) -> Entry | None:
+        """The entry of a degradation set (a key, or the set's categories)."""
+        key = degradations if isinstance(degradations, str) else set_key(degradations)
+        return self.entries.get(f"{mode}|{key}")
 
 
 # -- writing -------------------------------------------------------------------------------
@@ -204,12 +258,12 @@ def write_pool(path: Path, meta: Meta, records: Sequence[Record]) -> Pool:
 
 def _insert_records(con: sqlite3.Connection, records: Iterable[Record]) -> None:
     con.executemany(
-        "INSERT INTO records (mode, category, source, kind, wins, ties, profile, best) "
+        "INSERT INTO records (mode, degradations, source, kind, wins, ties, profile, best) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 r.mode,
-                r.category,
+                r.degradations,
                 r.source,
                 r.kind,
                 json.dumps(r.wins),
@@ -223,29 +277,35 @@ def _insert_records(con: sqlite3.Connection, records: Iterable[Record]) -> None:
 
 
 def _refit(con: sqlite3.Connection, key: Key, tools: list[str] | None = None) -> None:
-    """Sum every record of ``key`` and refit its entry."""
+    """Sum every record of ``key`` and refit its entry; learn its pattern profiles again."""
     rows = con.execute(
-        "SELECT id, wins, ties FROM records WHERE mode = ? AND category = ? ORDER BY id", key
+        "SELECT id, wins, ties, profile, best FROM records WHERE mode = ? AND degradations = ? "
+        "ORDER BY id",
+        key,
     ).fetchall()
     if not rows:
         return
     if tools is None:
         row = con.execute(
-            "SELECT tools FROM entries WHERE mode = ? AND category = ?", key
+            "SELECT tools FROM entries WHERE mode = ? AND degradations = ?", key
         ).fetchone()
         tools = json.loads(row[0]) if row else None
     first = np.asarray(json.loads(rows[0][1]), float)
     total = Counts.zeros(first.shape[0])
-    for _, w, t in rows:
+    for _, w, t, _, _ in rows:
         total = total + Counts(np.asarray(json.loads(w), float), np.asarray(json.loads(t), float))
     if tools is None:
         raise ConfigError(f"experience pool: no tool list for {key}")
-    e = fit_entry(key[0], key[1], tools, total, len(rows), int(rows[-1][0]))  # type: ignore[arg-type]
+    (names,) = con.execute("SELECT value FROM meta WHERE name = 'detectors'").fetchone()
+    found = [profiles.Candidate(profile=json.loads(prof), best=best)
+             for *_, prof, best in rows if prof and best]  # fmt: skip
+    learnt = profiles.learn(found, json.loads(names))
+    e = fit_entry(key[0], key[1], tools, total, len(rows), int(rows[-1][0]), learnt)  # type: ignore[arg-type]
     con.execute(
-        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             e.mode,
-            e.category,
+            e.degradations,
             json.dumps(e.tools),
             json.dumps(e.wins),
             json.dumps(e.ties),
@@ -257,6 +317,7 @@ def _refit(con: sqlite3.Connection, key: Key, tools: list[str] | None = None) ->
             int(e.significant),
             e.records,
             e.last_record,
+            json.dumps([p.model_dump() for p in e.profiles]),
         ),
     )
 
@@ -280,7 +341,7 @@ def add_records(path: Path, records: Sequence[Record], batch: int = EVOLVE_BATCH
         try:
             for key in dict.fromkeys(r.key for r in records):
                 row = con.execute(
-                    "SELECT tools FROM entries WHERE mode = ? AND category = ?", key
+                    "SELECT tools FROM entries WHERE mode = ? AND degradations = ?", key
                 ).fetchone()
                 mine = [r for r in records if r.key == key]
                 if row is not None and json.loads(row[0]) != mine[0].tools:
@@ -291,11 +352,11 @@ def add_records(path: Path, records: Sequence[Record], batch: int = EVOLVE_BATCH
             _insert_records(con, records)
             for key in dict.fromkeys(r.key for r in records):
                 row = con.execute(
-                    "SELECT last_record FROM entries WHERE mode = ? AND category = ?", key
+                    "SELECT last_record FROM entries WHERE mode = ? AND degradations = ?", key
                 ).fetchone()
                 last = row[0] if row else 0
                 (new,) = con.execute(
-                    "SELECT COUNT(*) FROM records WHERE mode = ? AND category = ? AND id > ?",
+                    "SELECT COUNT(*) FROM records WHERE mode = ? AND degradations = ? AND id > ?",
                     (*key, last),
                 ).fetchone()
                 if new >= batch:
@@ -357,7 +418,7 @@ def read_pool(path: Path) -> Pool:
         entries = con.execute("SELECT * FROM entries").fetchall()
         entry_cols = [c[0] for c in con.execute("SELECT * FROM entries LIMIT 0").description]
         records = con.execute(
-            "SELECT mode, category, source, kind, wins, ties, profile, best FROM records "
+            "SELECT mode, degradations, source, kind, wins, ties, profile, best FROM records "
             "ORDER BY id"
         ).fetchall()
         con.execute("COMMIT")
@@ -366,11 +427,11 @@ def read_pool(path: Path) -> Pool:
         pool_entries: dict[str, Entry] = {}
         for row in entries:
             d = dict(zip(entry_cols, row, strict=True))
-            for k in ("tools", "wins", "ties", "theta", "cov"):
+            for k in ("tools", "wins", "ties", "theta", "cov", "profiles"):
                 d[k] = json.loads(d[k])
             e = Entry.model_validate(d)
             _check_shape(e)
-            pool_entries[f"{e.mode}|{e.category}"] = e
+            pool_entries[f"{e.mode}|{e.degradations}"] = e
         tools_of = {k: e.tools for k, e in pool_entries.items()}
         recs = []
         for mode, cat, src, kind, w, t, prof, best in records:
@@ -380,7 +441,7 @@ def read_pool(path: Path) -> Pool:
             recs.append(
                 Record(
                     mode=mode,
-                    category=cat,
+                    degradations=cat,
                     source=src,
                     kind=kind,
                     tools=tools,
@@ -413,7 +474,7 @@ def _check_shape(e: Entry) -> None:
         and all(len(r) == k for r in [*e.wins, *e.ties, *e.cov])
     )
     if not ok:
-        raise ValueError(f"entry {e.mode}/{e.category}: shapes do not match its {k} tools")
+        raise ValueError(f"entry {e.mode}/{e.degradations}: shapes do not match its {k} tools")
 
 
 def check_cards(pool: Pool, hashes: Mapping[str, str], calibration: str | None) -> None:
