@@ -298,6 +298,9 @@ def test_agent_skips_select_where_the_pool_is_significant(tmp_path: Path) -> Non
     assert len(vlm.calls("select")) == 0
     for r in res:
         assert {t.tool: t.distortion for t in r.tools}["noise"] == "Noise"
+    # the pool named the tool of every distortion found: its tool alone, no default set
+    assert all("contrast" in {t.tool for t in r.tools} for r in res0)
+    assert all([t.tool for t in r.tools] == ["noise"] for r in res)
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     sel = [e for e in events if e["step"] == "select"]
     assert len(sel) == 3 and all("experience" in (e["note"] or "") for e in sel)

@@ -161,9 +161,10 @@ class Agent:
         evidence: Sequence[ToolScore],
         usage: Usage,
         pair: Pair,
-    ) -> dict[str, str]:
+    ) -> tuple[dict[str, str], bool]:
         """A tool per category: from the advisor where it knows (traced with its d and SE;
-        no model call), from the ``select`` role for the rest."""
+        no model call), from the ``select`` role for the rest. The flag: the advisor knew
+        every category (no model call)."""
         advised: dict[str, Advice] = {}
         if self.advisor is not None:
             advised = self.advisor.advise(categories, full_reference, evidence)
@@ -179,7 +180,7 @@ class Agent:
             )
         rest = [c for c in categories if c not in advised]
         chosen = await self.select(rest, full_reference, usage, pair) if rest else {}
-        return chosen | {cat: a.tool for cat, a in advised.items()}
+        return chosen | {cat: a.tool for cat, a in advised.items()}, not rest
 
     async def _learn(self, pair: Pair, findings: Sequence[Finding]) -> None:
         """The advisor learns from this image (``--evolve``); a failure is traced, never
@@ -447,19 +448,25 @@ class Agent:
             return []
         full_ref = pair.reference is not None
         by_category: dict[str, str] = {}
+        learnt = False  # the experience pool named the tool of every distortion found
         if plan.required_tools:
             chosen = [n for n in plan.required_tools if n in self.cards]
         else:
             cats = list(dict.fromkeys(f.category for f in findings if f.severity != "none"))
             if sw.tool_selection and cats and self.candidates(full_ref):
-                selected = await self.choose(cats, full_ref, evidence, usage, pair)
+                selected, learnt = await self.choose(cats, full_ref, evidence, usage, pair)
                 # in the findings' order (categories the reply added, after them)
                 order = sorted(selected, key=lambda c: cats.index(c) if c in cats else len(cats))
                 by_category = {c: self._measuring(c, selected[c], evidence) for c in order}
             # the tools chosen for the distortions, then the set `score` runs: the agent's
             # q̄ always rests on at least the evidence `score` reports, never on one
-            # detector that fired weakly
+            # detector that fired weakly — unless the experience pool named the tool of
+            # every distortion found: then its tools alone (EvoIR-Agent §3.3, experience
+            # replaces exploration; docs/experience.md measures what it costs)
             default = self.opt.default_fr if full_ref else self.opt.default_nr
+            if learnt:
+                default = []
+                pair.trace.emit("tool", note="experience pool named every tool: no default set")
             chosen = list(dict.fromkeys([*by_category.values(), *default]))
         cards = [self.cards.get(n) for n in chosen]
         if not full_ref:
