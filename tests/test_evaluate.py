@@ -159,6 +159,64 @@ def test_reference_tiers_move_the_cut_points(tmp_path: Path, folder: Path) -> No
     assert "quintiles of ref.csv" in payload["verdict"]["tiers_source"]
 
 
+def test_each_sub_aspect_is_asked_its_own_question(tmp_path: Path, folder: Path) -> None:
+    """Seed 004 §4.2: a query of two sub-aspects plans two questions, and `assess` answers
+    each round's question on its samples, not the user's overall query."""
+    query = "How sharp are the faces, and is there noise in the shadows?"
+    out = tmp_path / "q.csv"
+    code, payload = run_json(folder, "--query", query, "-o", out, "--max-samples", "27")
+    v = Verdict.model_validate(payload["verdict"])
+    assert code == 0
+    trace = out.with_name("q.trace.jsonl")
+    draws = [RoundEvent.model_validate(e["parsed"]).draw for e in events(trace, "eval_round")
+             if e["parsed"]["phase"] == "sampled"]  # fmt: skip
+    asked = {d.sub_aspect.name: d.question for d in draws if d is not None}
+    assert asked["Sharpness"] == "How sharp are the faces?"
+    assert asked["Noise"] == "Is there noise in the shadows?"
+    # each sample's agent planned for its round's question
+    round_of = dict(zip(rows(out)["image"], rows(out)["sub_aspect"], strict=True))
+    plans = [e for e in events(trace, "plan") if e.get("image") in round_of]
+    assert plans
+    for e in plans:  # the first plan per question is asked (its prompt), the rest cached
+        want = asked[round_of[e["image"]]] or query
+        req = e["request"]
+        said = req["query"] if "query" in req else req["messages"][-1]["text"]
+        assert want in said and (want == query or query not in said), e["image"]
+    # and the verdict reports each sub-aspect with its question
+    by_name = {e.sub_aspect: e for e in v.sub_aspects}
+    assert by_name["Sharpness"].question == "How sharp are the faces?"
+    assert by_name["Noise"].question == "Is there noise in the shadows?"
+    assert by_name["Sharpness"].mean is not None and by_name["Noise"].mean is not None
+    code, text = invoke("evaluate", folder, "--query", query, "-o", tmp_path / "t.csv",
+                        "--max-samples", "27", "--fusion", "min", "-j", "2")  # fmt: skip
+    assert code == 0 and "Is there noise in the" in text and "question asked" in text
+
+
+def test_density_tiers_cut_at_the_folders_score_density(tmp_path: Path, folder: Path) -> None:
+    out = tmp_path / "d.csv"
+    code, payload = run_json(folder, "-o", out, "--tiers", "density", "--max-rounds", "2")
+    v = Verdict.model_validate(payload["verdict"])
+    assert code == 0 and v.tiers != list(Tiers().cuts)
+    assert v.tiers_source.startswith("density of 40 images' detector scores (KDE quintiles")
+    assert v.screened >= 40  # the density pool is part of what was screened
+    full = tmp_path / "full.csv"
+    assert invoke("score", folder, "-o", full, "-q")[0] == 0
+    s = rows(full)["score"].astype(float).tolist()
+    from agentiqa_cli.evaluate.tiers import density_quantiles
+
+    assert v.tiers == pytest.approx(list(density_quantiles(s)), abs=1e-3)  # CSV rounding
+    cut = Tiers(tuple(v.tiers), "x")  # type: ignore[arg-type]
+    df = rows(out)
+    assert all(cut.tier(x) == t for x, t in zip(df["score"], df["tier"], strict=True))
+    # each cut leaves about its quintile of the folder's scores below it (the kernel
+    # smooths the gap between this folder's noisy and clean modes)
+    below = [float(np.mean(np.asarray(s) < c)) for c in v.tiers]
+    assert below == pytest.approx([0.2, 0.4, 0.6, 0.8], abs=0.12)
+    code, _ = invoke("evaluate", "--generator", "echo {prompt} {out}", "--tiers", "density",
+                     "-o", tmp_path / "g.csv", *RULES)  # fmt: skip
+    assert code == 2
+
+
 # -- resume --------------------------------------------------------------------------------------
 def test_resume_continues_a_cut_run(tmp_path: Path, folder: Path) -> None:
     """A run cut in round 2 (rows lost) and resumed ends where an uninterrupted run ends:

@@ -324,3 +324,19 @@ def test_the_mix_is_named_only_when_two_distant_tiers_each_hold_a_share() -> Non
     assert mix_text([share("High", 0.55), share("Very High", 0.45)]) == ""  # adjacent tiers
     assert mix_text([share("High", 0.9), share("Very Low", 0.1)]) == ""  # a few outliers
     assert mix_text([]) == ""
+
+
+def test_density_tiers_follow_the_scores_and_refuse_a_flat_density() -> None:
+    from agentiqa_cli.evaluate.tiers import density_quantiles, tiers_from_density
+
+    rng = np.random.default_rng(1)
+    one = rng.normal(3.0, 0.5, 400).tolist()
+    q = density_quantiles(one)
+    assert q == pytest.approx(tuple(np.quantile(one, [0.2, 0.4, 0.6, 0.8])), abs=0.08)
+    two = [*rng.normal(1.2, 0.05, 30), *rng.normal(4.0, 0.05, 70)]  # two modes
+    cuts = density_quantiles(two)
+    assert cuts[0] < 1.4 and cuts[1] > 3.8  # the cuts stay inside the modes
+    assert tiers_from_density([2.0] * 50, "x") is None  # no density to cut
+    assert tiers_from_density([1.0, 2.0], "x") is None  # too few
+    t = tiers_from_density(one, "scores")
+    assert t is not None and t.source.startswith("density of 400 scores")

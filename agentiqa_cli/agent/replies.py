@@ -140,6 +140,8 @@ class EvalPlanReply(_Reply):
     done: bool
     summary: str = Field(max_length=400)  # why the evidence suffices (when done)
     sub_aspect: str = Field(min_length=1, max_length=60)  # the next round's (if not done)
+    # the sub-aspect's own question, asked of each sample (seed 004 §4.2); "" = the query
+    question: str = Field(default="", max_length=200)
     tool: _ToolName
     n: int = Field(ge=EVAL_N_MIN, le=EVAL_N_MAX)
     prompts: list[Annotated[str, Field(min_length=1, max_length=160)]] = Field(

@@ -85,8 +85,9 @@ def evaluate(
         Path | None,
         typer.Option(
             "--tiers",
-            help="A reference results CSV: tier cut points at its scores' 20/40/60/80% quantiles "
-            "(default cut points 1.5, 2.5, 3.5, 4.5).",
+            help="A reference results CSV: tier cut points at its scores' 20/40/60/80% quantiles; "
+            "or 'density': at the quintiles of the score density of up to 200 of the folder's "
+            "images (detectors only, before round 1). Default cut points 1.5, 2.5, 3.5, 4.5.",
         ),
     ] = None,
     fail_under_tier: Annotated[
@@ -124,9 +125,12 @@ def evaluate(
     )
     if bool(generator) == bool(source):
         raise ConfigError("give either SOURCE (folders, files, globs) or --generator, not both")
-    cuts = tiers_from_reference(tiers) if tiers is not None else Tiers()
+    density = tiers is not None and str(tiers) == "density" and not tiers.exists()
+    if density and generator:
+        raise ConfigError("--tiers density needs a folder (its images' scores give the density)")
+    cuts = tiers_from_reference(tiers) if tiers is not None and not density else Tiers()
     gate_tier = parse_tier(fail_under_tier) if fail_under_tier else None
-    config = EvalConfig(settings.query, max_rounds, max_samples, seed, cuts)
+    config = EvalConfig(settings.query, max_rounds, max_samples, seed, cuts, density=density)
     gen = Generator.parse(generator, generator_timeout) if generator else None
     opts.outputs()  # --format and -o - against the flags they exclude; -o -'s --trace
     if gen is not None and gen_dir is None and opts.to_stdout:
@@ -145,8 +149,10 @@ def evaluate(
             if d.detector
             else "random"
         )
+        asked = f", asking {d.question!r}" if d.question and d.tool == "assess" else ""
         ui.note(
-            f"round {d.round}: {d.sub_aspect.name} with {d.tool}, {len(d.samples)} images ({how})",
+            f"round {d.round}: {d.sub_aspect.name} with {d.tool}, {len(d.samples)} images "
+            f"({how}){asked}",
         )
 
     hooks = Hooks(
@@ -234,7 +240,8 @@ def _num(x: float | None) -> str:
 def _table(v: Verdict) -> Table:
     table = Table(title=f"agentiqa evaluate: {ui.cell(v.query)}", title_justify="left")
     for col, justify in (("sub-aspect", "left"), ("tier", "left"), ("mean", "right"),
-                         ("95% interval", "right"), ("samples", "right"), ("probed", "right")):  # fmt: skip
+                         ("95% interval", "right"), ("samples", "right"), ("probed", "right"),
+                         ("question asked", "left")):  # fmt: skip
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for e in [v.overall, *v.sub_aspects]:
         table.add_row(*_cells(e, v))
@@ -249,10 +256,10 @@ def _table(v: Verdict) -> Table:
 def _cells(e: Estimate, v: Verdict) -> list[str]:
     name = ui.cell(e.sub_aspect) + (" (lowest)" if e.sub_aspect == v.worst else "")
     if e.mean is None or e.lo is None or e.hi is None:
-        return [name, "-", "-", "-", str(e.samples), _round(e)]
+        return [name, "-", "-", "-", str(e.samples), _round(e), ui.cell(e.question)]
     spread = "exact" if e.exact else f"{e.lo:.2f}-{e.hi:.2f}" + ("" if e.fits else " (spans tiers)")
     tier = f"[bold]{e.tier}[/]" if e.kind == "overall" else str(e.tier)
-    return [name, tier, f"{e.mean:.2f}", spread, str(e.samples), _round(e)]
+    return [name, tier, f"{e.mean:.2f}", spread, str(e.samples), _round(e), ui.cell(e.question)]
 
 
 def _round(e: Estimate) -> str:

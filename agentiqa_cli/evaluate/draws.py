@@ -57,6 +57,7 @@ def _round(
             "tool": reply.tool,
             "n": reply.n,
             "thought": reply.thought,
+            "question": reply.question,
             "samples": samples,
             **design,
         }

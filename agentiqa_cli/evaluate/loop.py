@@ -14,14 +14,16 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import numpy as np
 
 from agentiqa_cli.agent.roles import Asker
 from agentiqa_cli.batch import Process
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.evaluate.aspects import detectors_for, measured_categories, resolve
-from agentiqa_cli.evaluate.draws import Folder, GeneratorSource, drawn, generated
+from agentiqa_cli.evaluate.draws import Folder, GeneratorSource, drawn, generated, screen
 from agentiqa_cli.evaluate.planning import (
     N_MIN,
     EvalPlanInput,
@@ -48,7 +50,7 @@ from agentiqa_cli.evaluate.state import (
     read_rows,
     tier_mix,
 )
-from agentiqa_cli.evaluate.tiers import Tiers
+from agentiqa_cli.evaluate.tiers import DENSITY_POOL, Tiers, tiers_from_density
 from agentiqa_cli.evaluate.verdict import make_verdict
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.io.stream import RowWriter
@@ -67,6 +69,7 @@ class EvalConfig:
     seed: int = 0
     tiers: Tiers = field(default_factory=Tiers)
     reasks: int = 2  # refused replies asked again before the rules version plans the round
+    density: bool = False  # --tiers density: cut points from the folder's score density
 
 
 @dataclass
@@ -115,6 +118,7 @@ class Evaluation:
         }
         self._processes: dict[str, tuple[Process, str]] = {}
         self.stop: Stop | None = None
+        self.density_screened = 0  # images scored for --tiers density
 
     # -- identity, CSV cells, resume --------------------------------------------------------
     @property
@@ -132,7 +136,8 @@ class Evaluation:
             "query": self.config.query,
             "seed": self.config.seed,
             "source": src,
-            "tiers": list(self.config.tiers.cuts),
+            # density cuts are drawn again (same seed, same images) by a resumed run
+            "tiers": "density" if self.config.density else list(self.config.tiers.cuts),
         }
 
     def cells_of(self, result: Result) -> Mapping[str, str]:
@@ -157,6 +162,8 @@ class Evaluation:
         self.writer, self.tracer = writer, tracer
         self.events: ImageTrace = tracer.bind(None)
         self.asker: Asker = await self.rt.asker()
+        if self.config.density:
+            await self._density_tiers()
         for draw, todo in self.state.pending():  # a resumed run first finishes its rounds
             await self._assess(draw, [draw.samples[i] for i in todo])
         self.stop = await self._rounds()
@@ -193,6 +200,29 @@ class Evaluation:
                 self.hooks.on_round(draw)
             await self._assess(draw, draw.samples)
             self._event(RoundEvent(phase="assessed", round=draw.round, estimates=self.estimates()))
+
+    async def _density_tiers(self) -> None:
+        """``--tiers density``: score up to DENSITY_POOL images of the folder (seeded) with
+        the default set, as ``score`` does, and cut the tiers at their density's quintiles."""
+        assert isinstance(self.source, Folder)
+        names = self.source.names
+        rng = np.random.default_rng([self.config.seed, 4004])
+        if len(names) > DENSITY_POOL:
+            names = [names[int(i)] for i in sorted(rng.choice(len(names), DENSITY_POOL, False))]
+        cards = [
+            c for c in self.rt.cards.resolve(sorted(self.measure.assess_set)) if c.mode == "NR"
+        ]
+        jobs = [self.source.job(n) for n in names]
+        scores = await screen(self.rt, jobs, cards, self.rt.settings.fusion)
+        found = tiers_from_density(list(scores.values()), "images' detector scores")
+        if found is None:
+            self._note(
+                f"--tiers density: {len(scores)} scores cannot place five tiers; "
+                "the fixed cut points are used"
+            )
+            return
+        self.density_screened = len(scores)
+        self.config = replace(self.config, tiers=found)
 
     # -- plan ---------------------------------------------------------------------------------
     def plan_input(self, feedback: str = "") -> EvalPlanInput:
@@ -286,17 +316,21 @@ class Evaluation:
                 "prompt": s.prompt,
             }
 
-    async def _process(self, tool: str) -> tuple[Process, str]:
-        if tool not in self._processes:
+    async def _process(self, tool: str, question: str = "") -> tuple[Process, str]:
+        """``assess`` answers the round's own question (its sub-aspect's, seed 004 §4.2; the
+        user's query when the plan gave none); a card's scorer has no question."""
+        key = f"{tool}\0{question}" if tool == "assess" else tool
+        if key not in self._processes:
             if tool == "assess":
-                self._processes[tool] = (await self.rt.agent(self.config.query), "assess")
+                agent = await self.rt.agent(question.strip() or self.config.query)
+                self._processes[key] = (agent, "assess")
             else:
-                self._processes[tool] = (self.rt.scorer([self.rt.cards.get(tool)]), "score")
-        return self._processes[tool]
+                self._processes[key] = (self.rt.scorer([self.rt.cards.get(tool)]), "score")
+        return self._processes[key]
 
     async def _assess(self, draw: RoundDraw, samples: list[Sample]) -> None:
         self._register(draw, samples)
-        process, command = await self._process(draw.tool)
+        process, command = await self._process(draw.tool, draw.question)
         if isinstance(self.source, GeneratorSource):
             jobs = await self._generate(draw, samples)
         else:
@@ -335,7 +369,12 @@ class Evaluation:
 
     # -- feedback and verdict ---------------------------------------------------------------------
     def estimates(self) -> list[Estimate]:
-        return estimates(self.state, self.population, self.config.tiers, self.measure)
+        """Every sub-aspect's estimate, with the question its round asked."""
+        asked = {r.sub_aspect.key: r.question for r in self.state.rounds if r.question}
+        return [
+            e.model_copy(update={"question": asked.get(aspect_key(e.sub_aspect), "")})
+            for e in estimates(self.state, self.population, self.config.tiers, self.measure)
+        ]
 
     def _view(self, r: RoundDraw) -> RoundView:
         rows = [self.state.rows.get(s.image) for s in r.samples]
@@ -350,7 +389,7 @@ class Evaluation:
 
     def verdict(self, seconds: float = 0.0) -> Verdict:
         stop = self.stop or Stop("not run")
-        return make_verdict(
+        verdict = make_verdict(
             self.config.query,
             self.estimates(),
             tier_mix(self.state, self.population, self.config.tiers, self.measure),
@@ -361,6 +400,7 @@ class Evaluation:
             stop.summary,
             seconds,
         )
+        return verdict.model_copy(update={"screened": verdict.screened + self.density_screened})
 
     def _event(self, event: RoundEvent) -> None:
         self.events.emit("eval_round", parsed=event.model_dump(mode="json", exclude_none=True))

@@ -16,6 +16,7 @@ inside one tier; n is what the widest interval needs to clear its nearest cut po
 from __future__ import annotations
 
 import math
+import re
 from typing import ClassVar
 
 import numpy as np
@@ -142,7 +143,8 @@ def rules_eval_plan(i: EvalPlanInput) -> EvalPlanReply:
         why = "the next sub-aspect of the query"
     thought = f"Round {i.round}: {nxt.name} with {tool}, n={n} ({why})."
     prompts = generator_prompts(i.query, nxt, n, i.seed, i.round) if i.generator else []
-    return _reply(i, declared, sub_aspect=nxt, tool=tool, n=n, thought=thought, prompts=prompts)
+    return _reply(i, declared, sub_aspect=nxt, tool=tool, n=n, thought=thought, prompts=prompts,
+                  question=aspect_question(i.query, nxt))  # fmt: skip
 
 
 def _reply(
@@ -156,6 +158,7 @@ def _reply(
     n: int = N_MIN,
     thought: str = "",
     prompts: list[str] | None = None,
+    question: str = "",
 ) -> EvalPlanReply:
     return EvalPlanReply(
         thought=(thought or summary)[:300],
@@ -166,7 +169,28 @@ def _reply(
         tool=tool,
         n=n,
         prompts=prompts or [],
+        question=question[:200],
     )
+
+
+_CLAUSES = re.compile(r"[?;.!]+|,\s*(?:and\s+|but\s+)?|\s+(?:and|but|also)\s+")
+
+
+def aspect_question(query: str, aspect: SubAspect) -> str:
+    """The question a sub-aspect's round asks of each image (seed 004 §4.2: each sub-aspect
+    is explored with a question of its own): the clause of the user's query that names the
+    sub-aspect ("How sharp are the faces, and is there noise in the shadows?" → "Is there
+    noise in the shadows?" for Noise), else a question about the sub-aspect alone. The
+    overall quality, and a query of one clause, keep the query itself."""
+    clauses = [c.strip() for c in _CLAUSES.split(query) if c and c.strip()]
+    if aspect.kind == "overall" or len(clauses) < 2:
+        return query.strip()
+    if aspect.category is not None:
+        for c in clauses:
+            if aspect.category in query_categories(c):
+                return c[0].upper() + c[1:] + "?"
+        return f"How much {aspect.category.lower()} does this image show?"
+    return f"How is the {aspect.name.lower()} of this image?"
 
 
 def _next_aspect(

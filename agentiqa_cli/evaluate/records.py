@@ -52,6 +52,7 @@ class RoundDraw(Record):
     tool: str  # "assess" or a tool card's name
     n: int  # as planned (3–9); fewer samples when fewer images were left
     thought: str = ""
+    question: str = ""  # what `assess` was asked of each sample ("" = the user's query)
     samples: list[Sample]
     pool: int = 0  # images screened with the detector (phase 1); 0: no screening
     hard_pool: int = 0
@@ -70,6 +71,7 @@ class Estimate(Record):
     samples: int = 0  # readings the estimate rests on
     exact: bool = False  # every image was read
     round: int | None = None  # the round that probed this sub-aspect (None: not probed)
+    question: str = ""  # the question its round asked of each sample ("" = the query)
 
     @property
     def probed(self) -> bool:

@@ -1,8 +1,17 @@
-"""Five tiers on the 1–5 scale (seed 004 App. B), or cut points from a reference collection.
+"""Five tiers on the 1–5 scale (seed 004 App. B), or cut points from a score density.
 
-Tiers are half-open: a mean of exactly 3.5 is High. ``--tiers REF.csv`` takes the cut points
-from the quintiles of a reference collection's scores (the paper tiers each dimension from
-the density of many samples' scores), so "High" then means "in the top 40% of the reference".
+Tiers are half-open: a mean of exactly 3.5 is High. The default cut points are fixed
+(1.5, 2.5, 3.5, 4.5). The paper instead scores many samples with the dimension's tool and
+partitions their scores into five tiers by the scores' density, then maps each sampled
+image into a tier (Evaluation Agent, App. B). Two ways to do that here:
+
+- ``--tiers REF.csv``: the quintiles of a reference collection's scores, so "High" means
+  "in the top 40% of the reference";
+- ``--tiers density``: the quintiles of a Gaussian kernel density fitted to the detector
+  scores (``score``'s fused default set) of up to ``DENSITY_POOL`` images of the folder
+  itself, drawn at random before the first round: "High" means "in the top 40% of this
+  folder as the detectors see it". Each sample's tier (the CSV's ``tier`` column) and the
+  verdict's tier mix use those cuts.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ TIER_NAMES: tuple[TierName, ...] = get_args(TierName)  # worst first
 DEFAULT_CUTS = (1.5, 2.5, 3.5, 4.5)  # lowest score of Low, Moderate, High, Very High
 QUANTILES = (0.2, 0.4, 0.6, 0.8)
 MIN_REFERENCE = 10  # fewer scores than this cannot place four quantiles meaningfully
+DENSITY_POOL = 200  # images of the folder scored for ``--tiers density``
 
 
 def parse_tier(text: str) -> TierName:
@@ -101,3 +111,39 @@ def tiers_from_reference(path: Path, column: str = "score") -> Tiers:
         )
     shown = ", ".join(f"{c:.3f}" for c in cuts)
     return Tiers(cuts, f"quintiles of {path.name} ({len(values)} scores: {shown})")
+
+
+def density_quantiles(values: list[float], grid: int = 4096) -> tuple[float, float, float, float]:
+    """The 20/40/60/80% quantiles of a Gaussian kernel density fitted to ``values``: the
+    paper's tiers "from the score density" (App. B), smooth where a handful of equal scores
+    would make the plain quantiles collide. The bandwidth is Silverman's rule on the most
+    robust of the spreads (σ, IQR/1.34, 1.4826·MAD): a collection of two modes (clean and
+    damaged images) is not smoothed into one."""
+    from scipy.stats import gaussian_kde
+
+    x = np.asarray(values, dtype=float)
+    sd = float(x.std(ddof=1))
+    q75, q25 = np.percentile(x, [75, 25])
+    mad = 1.4826 * float(np.median(np.abs(x - np.median(x))))
+    spread = min(v for v in (sd, float(q75 - q25) / 1.34, mad) if v > 0)
+    h = 0.9 * spread * len(x) ** -0.2
+    kde = gaussian_kde(x, bw_method=h / sd)
+    bw = float(np.sqrt(kde.covariance[0, 0]))
+    t = np.linspace(x.min() - 4 * bw, x.max() + 4 * bw, grid)
+    cdf = np.cumsum(kde(t))
+    cdf /= cdf[-1]
+    q = np.interp(QUANTILES, cdf, t)
+    return float(q[0]), float(q[1]), float(q[2]), float(q[3])
+
+
+def tiers_from_density(values: list[float], what: str) -> Tiers | None:
+    """Cut points from the density of ``values`` (None: too few or all equal — the caller
+    keeps the fixed cuts and says so)."""
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) < MIN_REFERENCE or float(np.ptp(finite)) == 0.0:
+        return None
+    cuts = density_quantiles(finite)
+    if any(b <= a for a, b in itertools.pairwise(cuts)):
+        return None
+    shown = ", ".join(f"{c:.3f}" for c in cuts)
+    return Tiers(cuts, f"density of {len(finite)} {what} (KDE quintiles: {shown})")
