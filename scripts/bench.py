@@ -23,6 +23,10 @@ Not a test: it prints numbers. Sections (each says what it compares):
  10. `report` on a 10,000-row results CSV (10,000 small generated images): building it
      (every image measured), writing the page, its size, and Chromium's time to load it,
      to sort the table of every image by score and to filter it by a finding.
+ 11. the experience pool (docs/experience.md): a pool built from the photos bundled with
+     scikit-image, then `assess` (rules backend) on the realset's synthetic series (other
+     photos; `make realset`) without and with it: tools per image, `select` calls and all
+     VLM calls per image, and -SRCC(score, level) (scripts/experience_check.py).
 """
 
 from __future__ import annotations
@@ -612,6 +616,28 @@ def bench_report(n: int = 10_000) -> None:
           "(goal: load < 3 s)")  # fmt: skip
 
 
+def bench_experience(contents: int = 29, kinds: str = "blur,noise,jpeg,darken,contrast") -> None:
+    header("11. the experience pool: assess without and with it on the same images")
+    manifest = ROOT / ".cache" / "realset" / "synth" / "manifest.csv"
+    if not manifest.is_file():
+        print(f"(skipped: {manifest} missing; `make realset` makes it)")
+        return
+    from agentiqa_cli.bench.synth import write_bundled_photos
+
+    clean = WORK / "clean"
+    write_bundled_photos(clean)
+    pool = WORK / "experience.db"
+    if not pool.is_file():  # minutes: every tool on five levels of every kind, per photo
+        t, r = timed([str(BIN / "agentiqa"), "experience", "build", str(clean), "-o", str(pool),
+                      "--size", "256", "-q"])  # fmt: skip
+        print(f"pool built from {clean} in {t:.0f} s" if r.returncode == 0 else r.stderr[-2000:])
+    t, r = timed([sys.executable, str(ROOT / "scripts" / "experience_check.py"), str(pool),
+                  "--manifest", str(manifest), "--contents", str(contents), "--kinds", kinds,
+                  "--work", str(WORK / "experience")])  # fmt: skip
+    print(r.stdout if r.returncode == 0 else r.stderr[-2000:])
+    print(f"({t:.0f} s)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -621,7 +647,8 @@ def main() -> None:
     args = ap.parse_args()
     sections = {1: lambda: bench_score(args.images), 3: bench_detectors, 4: lambda: bench_agent(100),
                 5: lambda: bench_vllm(8), 6: bench_synth, 7: bench_evaluate, 8: bench_process,
-                9: lambda: bench_ray(args.images), 10: bench_report}  # fmt: skip
+                9: lambda: bench_ray(args.images), 10: bench_report,
+                11: bench_experience}  # fmt: skip
     for k, fn in sections.items():
         if args.only and k not in args.only and not (k == 1 and 2 in args.only):
             continue

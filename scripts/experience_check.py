@@ -3,9 +3,10 @@
 The clean photos of ``--clean`` (default: the photos bundled with scikit-image) are distorted
 at levels 1-5 (``bench.synth``; kinds ``--kinds``), then the ``assess`` agent runs over them
 twice on the rules backend — without the pool and with ``--experience POOL`` — with every
-VLM request counted per role. Reported per run: ``select`` calls, all VLM calls, tools run per
-image, which tool measured each category, and the quality that ``eval-bench synth`` reports
-(-SRCC(score, level) per kind, its mean, and clean > heavy rank rate).
+VLM request counted per role. Reported per run: tools per image (the tools each result rests
+on, its ``tools`` column), ``select`` calls and all VLM calls (also per image), which tool
+measured each category, and the quality that ``eval-bench synth`` reports (-SRCC(score,
+level) per kind, its mean, and clean > heavy rank rate). ``make bench`` (section 11) runs it.
 
     python scripts/experience_check.py POOL [--clean DIR] [--kinds a,b] [--levels 1,3,5]
                                             [--work DIR] [--json]
@@ -78,11 +79,9 @@ async def one_run(pool: Path | None, rows: list[SynthRow], trace: Path) -> dict[
     chosen: Counter[str] = Counter(
         f"{t.distortion}:{t.tool}" for r in results for t in r.tools if t.distortion
     )
-    advised = sum(
-        1
-        for line in trace.read_text().splitlines()
-        if '"select"' in line and "experience pool" in line
-    )
+    lines = trace.read_text().splitlines()
+    advised = sum(1 for line in lines if '"select"' in line and "experience pool" in line)
+    pool_only = sum(1 for line in lines if "experience pool named every tool" in line)
     return {
         "pool": str(pool) if pool else None,
         "images": len(results),
@@ -90,6 +89,7 @@ async def one_run(pool: Path | None, rows: list[SynthRow], trace: Path) -> dict[
         "select_calls": vlm.roles["select"],
         "vlm_calls": sum(vlm.roles.values()),
         "images_advised": advised,
+        "pool_only": pool_only,
         "tools_per_image": sum(len(r.tools) for r in results) / max(1, len(results)),
         "chosen": dict(sorted(chosen.items())),
         "srcc_level": {k.kind: k.srcc_level for k in report.kinds},
@@ -97,6 +97,10 @@ async def one_run(pool: Path | None, rows: list[SynthRow], trace: Path) -> dict[
         "mean_srcc_within": report.mean_srcc_within,
         "rank_rate": report.rank_rate,
     }
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4f}"
 
 
 def main() -> int:
@@ -133,14 +137,17 @@ def main() -> int:
         return 0
     for r in out:
         print(f"== {'with ' + r['pool'] if r['pool'] else 'without a pool'}: {r['images']} images")
+        n = max(1, r["images"])
+        print(f"  per image: tools {r['tools_per_image']:.3f}, select calls "
+              f"{r['select_calls'] / n:.4f}, all VLM calls {r['vlm_calls'] / n:.4f}")  # fmt: skip
         print(f"  select calls {r['select_calls']}, all VLM calls {r['vlm_calls']}, "
               f"images advised by the pool {r['images_advised']}, "
-              f"tools per image {r['tools_per_image']:.2f}")  # fmt: skip
+              f"images measured by the pool's tools alone {r['pool_only']}")  # fmt: skip
         print("  chosen: " + ", ".join(f"{k} x{v}" for k, v in r["chosen"].items()))
         per = ", ".join(f"{k} {v:.3f}" for k, v in r["srcc_level"].items() if v is not None)
         print(f"  -SRCC(score, level): {per}")
-        print(f"  mean {r['mean_srcc_level']:.4f}, within {r['mean_srcc_within']:.4f}, "
-              f"clean>heavy {r['rank_rate']:.4f}")  # fmt: skip
+        print(f"  mean {_num(r['mean_srcc_level'])}, within {_num(r['mean_srcc_within'])}, "
+              f"clean>heavy {_num(r['rank_rate'])}")  # fmt: skip
     return 0
 
 

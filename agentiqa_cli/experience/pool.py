@@ -165,7 +165,7 @@ class Entry(BaseModel):
         for tool, th, _ in ranking[1:4]:
             win, tie = btd.outcome_probabilities(th_best, th, self.nu)
             pairs.append(f"P({best} beats {tool}) {win:.2f}, tie {tie:.2f}")
-        order = " > ".join(t for t, _, _ in ranking)
+        order = " > ".join(t for t, _, _ in ranking[:5]) + (" > ..." if len(ranking) > 5 else "")
         return f"{head}; " + "; ".join(pairs) + f". Order: {order}." if pairs else head + "."
 
     def ranking(self) -> list[tuple[str, float, float | None]]:
