@@ -450,3 +450,24 @@ def test_select_is_shown_the_insight_and_rules_follow_it(tmp_path: Path) -> None
     off = Insight(categories=["Noise"], best="sharpness", text="t")  # not a noise tool
     no_fit = base.model_copy(update={"insights": [off]})
     assert rules._select(no_fit).selected_tools["Global"]["Noise"] == first
+
+
+def test_coupled_build_measures_pairs_under_their_set_key() -> None:
+    from agentiqa_cli.bench.synth import distort, item_rng, resize_long_side
+    from agentiqa_cli.experience.measure import coupled, coupled_kinds
+
+    assert coupled_kinds(["Noise", "Blurs"]) == ["noise+blur"]
+    x = resize_long_side(bundled_photos(["astronaut"])[0], 96)
+    both = coupled(x, "blur+noise", 3, 0, "a")
+    by_hand = distort(distort(x, "blur", 3, item_rng(0, "a", "blur")), "noise", 3,
+                      item_rng(0, "a", "noise"))  # fmt: skip
+    assert np.array_equal(both, by_hand)  # each part in turn, at the same level
+    runner = ToolRunner(CARDS, "cpu")
+    tools = CARDS.resolve(["noise", "sharpness"])
+    _, recs = build_records([("astronaut", x)], runner, {"NR": tools}, cards_hashes=CARDS.hashes,
+                            calibration=None, categories=["Noise", "Blurs"], size=96,
+                            coupled=True)  # fmt: skip
+    assert {(r.kind, r.degradations) for r in recs} == {
+        ("noise", "Noise"), ("blur", "Blurs"), ("motion_blur", "Blurs"),
+        ("noise+blur", "Blurs+Noise"),
+    }  # fmt: skip
