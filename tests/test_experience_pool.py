@@ -322,6 +322,15 @@ def test_evolve_adds_records_from_assessed_images(tmp_path: Path) -> None:
     after = read_pool(path)
     assert after.entries["NR|Noise"].records == 4 and after.records[-1].kind == "noise"
     assert PoolAdvisor(pool, TOOLS).learn(img, ["Noise"], False) is None  # not evolving
+    # a pool that keeps the pair as a set learns the coupled series too
+    both = [r.model_copy(update={"degradations": "Blurs+Noise", "kind": "noise+blur"})
+            for r in records(3)]  # fmt: skip
+    write_pool(path, meta(), records(3) + both)
+    advisor = PoolAdvisor(read_pool(path), TOOLS, CARDS, runner, evolve=True, batch=1)
+    learnt = advisor.learn(img, ["Noise", "Blurs"], False)
+    assert learnt is not None and learnt["categories"] == ["Noise", "Blurs+Noise"]
+    kinds = {(r.kind, r.degradations) for r in read_pool(path).records[-2:]}
+    assert kinds == {("noise", "Noise"), ("noise+blur", "Blurs+Noise")}
 
 
 def test_cli_build_show_and_refusal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

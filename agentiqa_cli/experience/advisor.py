@@ -14,8 +14,9 @@ levels are tried most specific first:
   set's key (or of each category's) — which tool the records favour, by how much, over how
   many records (``Entry.insight``, Eq. 11).
 
-With ``evolve`` each assessed image's detected categories are measured on synthetic levels
-of that image (as in ``experience build``) and appended; every 25 new records of a key refit
+With ``evolve`` each assessed image's detected categories (and each pair of them the pool
+keeps as a set) are measured on synthetic levels of that image (as in ``experience build``)
+and appended; every 25 new records of a key refit
 it and learn its profiles again (``pool.add_records``).
 """
 
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 from pydantic import JsonValue
 
 from agentiqa_cli.agent.advice import Advice, Insight
+from agentiqa_cli.categories import category_of_type
 from agentiqa_cli.experience import measure, profiles
 from agentiqa_cli.experience.pool import EVOLVE_BATCH, Entry, Pool, add_records, set_key
 from agentiqa_cli.imaging.load import LoadedImage
@@ -111,14 +113,21 @@ class PoolAdvisor:
         if not self.evolve or self.cards is None or self.runner is None:
             return None
         mode: Mode = "FR" if full_reference else "NR"
-        keys = [c for c in dict.fromkeys(categories) if self.pool.entry(mode, [c]) is not None]
-        if not keys:
+        found = list(dict.fromkeys(categories))
+        keys = [c for c in found if self.pool.entry(mode, [c]) is not None]
+        # pairs of the categories found that the pool keeps as a set (built --coupled)
+        pairs = [k for k in measure.coupled_kinds(found)
+                 if self.pool.entry(mode, _kind_set(k)) is not None]  # fmt: skip
+        if not keys and not pairs:
             return None
-        tools = {c: self.pool.entries[f"{mode}|{set_key([c])}"].tools for c in keys}
+        tools = {set_key([c]): self.pool.entries[f"{mode}|{set_key([c])}"].tools for c in keys}
+        for k in pairs:
+            key = set_key(_kind_set(k))
+            tools[key] = self.pool.entries[f"{mode}|{key}"].tools
         union = list(dict.fromkeys(t for ts in tools.values() for t in ts))
         meta = self.pool.meta
         series = measure.measure(
-            image.pixels, str(image.path), measure.kinds_of(keys), self.runner,
+            image.pixels, str(image.path), measure.kinds_of(keys) + pairs, self.runner,
             self.cards.resolve(union), seed=meta.seed, size=meta.size,
         )  # fmt: skip
         records = [measure.record(s, mode, tools[s.degradations], meta) for s in series]
@@ -126,9 +135,14 @@ class PoolAdvisor:
             refitted = add_records(self.pool.path, records, self.batch)
         return {
             "records": len(records),
-            "categories": list(keys),
+            "categories": [*keys, *(set_key(_kind_set(k)) for k in pairs)],
             "refitted": [f"{m}/{c}" for m, c in refitted],
         }
+
+
+def _kind_set(kind: str) -> list[str]:
+    """The categories of a (coupled) synthetic kind."""
+    return [c for part in kind.split(measure.COUPLED) if (c := category_of_type(part))]
 
 
 def _coarse_detail(e: Entry) -> dict[str, JsonValue]:
