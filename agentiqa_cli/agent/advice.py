@@ -22,8 +22,8 @@ from agentiqa_cli.records import ToolScore
 @dataclass(frozen=True)
 class Advice:
     tool: str
-    level: str  # "coarse" (a significant ranking) or "fine" (similar records)
-    detail: dict[str, JsonValue] = field(default_factory=dict)  # d, SE, records, neighbours
+    level: str  # "coarse" (a significant ranking) or "fine" (a learnt pattern profile)
+    detail: dict[str, JsonValue] = field(default_factory=dict)  # d, SE, records, profile
 
 
 class Insight(BaseModel):
