@@ -160,7 +160,7 @@ DISTORTIONS: tuple[Distortion, ...] = (
     # an image blown up from a smaller one, or detail its sensor never held: its finest
     # octaves are empty while the coarser ones keep their contrast. Not a blur (no optical
     # spread, and a photographer names it apart); Sharpness is the paper's category for a
-    # loss of fine detail (README, "What the detectors call a defect")
+    # loss of fine detail (docs/tools.md, "What the detectors call a defect")
     Distortion(
         "resolution loss",
         "Sharpness",

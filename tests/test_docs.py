@@ -82,3 +82,39 @@ def test_layout_names_every_package_and_module() -> None:
     names += [f.name for f in pkg.glob("*.py") if f.name not in ("__init__.py", "__main__.py")]
     missing = [n for n in names if f"  {n}" not in layout]
     assert not missing, f"docs/layout.md does not list {missing}"
+
+
+# A citation of a document outside the repository: the project's spec, its extensions notes,
+# or a seed paper by number. Cite an in-repo page or the paper by title and section instead.
+OUTSIDE = re.compile(r"\bSPEC\b|\bEXTENSIONS\b|\b[Ss]eed[ -]00\d")
+CITING = ["agentiqa_cli", "docs", "prompts", "tool_cards", "README.md"]
+
+
+def _text_files() -> list[Path]:
+    out = []
+    for name in CITING:
+        root = ROOT / name
+        for p in [root] if root.is_file() else sorted(root.rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                out.append(p)
+    return out
+
+
+def test_nothing_cites_documents_outside_the_repository() -> None:
+    hits = []
+    for p in _text_files():
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # binary
+        for n, line in enumerate(text.splitlines(), 1):
+            if OUTSIDE.search(line):
+                hits.append(f"{p.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
+    assert not hits, "cite docs/ or the paper's title instead:\n" + "\n".join(hits)
+
+
+def test_the_citation_check_sees_what_it_must() -> None:
+    assert OUTSIDE.search("see SPEC §3") and OUTSIDE.search("EXTENSIONS.md §A")
+    assert OUTSIDE.search("(seed 003 Table 1)") and OUTSIDE.search("The seed-003 tools")
+    assert OUTSIDE.search("Seed 000 Eq. 6") and not OUTSIDE.search("spec = PromptSpec(")
+    assert not OUTSIDE.search("IMAGE_EXTENSIONS = frozenset(") and not OUTSIDE.search("_SPECIAL")

@@ -43,7 +43,7 @@ def test_build_writes_every_kind_reproducibly(
     bench: tuple[Path, list[VqppItem]], tmp_path: Path
 ) -> None:
     root, items = bench
-    assert len(items) == 3 * len(KINDS_AND_ORIGINAL)  # ten of seed 003, borders, original
+    assert len(items) == 3 * len(KINDS_AND_ORIGINAL)  # ten of V-QPP-Bench, borders, original
     assert (root / "images" / "manifest.jsonl").exists()
     again = build(root / "clean", tmp_path, seed=7, size=160)
     assert again == items

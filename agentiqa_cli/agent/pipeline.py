@@ -303,7 +303,7 @@ class Agent:
         """A multiple-choice question about one image (the agent's query is the question);
         the interpretation summarizer picks a letter, returned as the result's ``choice``.
 
-        ``track`` isolates the component under test (seed 000 §4): a planner question is
+        ``track`` isolates the component under test (AgenticIQA §4): a planner question is
         answered from the plan of the user query it quotes, an executor-distortion question
         from the plan and the distortion analysis, an executor-tool question also from the
         tools chosen and run, a summarizer question (or ``None``: the whole agent) from
@@ -347,7 +347,7 @@ class Agent:
     async def _probe(
         self, pair: Pair, plan: Plan, evidence: list[ToolScore], usage: Usage
     ) -> ProbeOutcome | None:
-        """Context-aware probing (seed 001) when ``zoom`` asks for it: close-ups of the
+        """Context-aware probing (Q-Probe) when ``zoom`` asks for it: close-ups of the
         original find local artefacts the global view misses. With the rules backend (or
         when the VLM fails and ``--vlm-fallback rules`` is set) the rules version runs."""
         width, height = pair.image.size
@@ -494,7 +494,7 @@ class Agent:
         by_category: dict[str, str],
         usage: Usage,
     ) -> list[ToolScore]:
-        """Seed 000's per-object execution: a distortion found on an object the plan names
+        """AgenticIQA's per-object execution: a distortion found on an object the plan names
         (not ``Global``) is measured again, with the tool chosen for it, on the object's
         region, when the ``locate`` role finds the object (one call per object and image).
         An object that is not found keeps the whole-image reading only (traced)."""

@@ -1,4 +1,4 @@
-"""Context-aware probing (seed 001, Q-Probe §3, App. A.3, B; shared/EXTENSIONS.md §A).
+"""Context-aware probing (Q-Probe §3, App. A.3, B; the rules version is ours: docs/fidelity.md).
 
 The VLM looks at the global view, asks for up to three crops per turn, sees each crop cut
 from the original pixels, and finally judges every crop. The code, not the model, decides

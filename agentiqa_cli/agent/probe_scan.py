@@ -1,7 +1,7 @@
 """The built-in detectors over regions of one image: the scan grid, the subject, cell readings,
 and the counting rules both probing versions share.
 
-Grid (EXTENSIONS.md §A, ours): g = ⌈max(W, H) / 512⌉ tiles per side. The detectors are
+Grid (ours, docs/fidelity.md): g = ⌈max(W, H) / 512⌉ tiles per side. The detectors are
 area statistics (column-step energies, percentiles of tile noise), so a defect has to fill
 most of the window they read: a 256² mosaic patch moves a 512² tile's pixelation reading
 from 0.02 to 0.03, which no threshold can use. The scan therefore reads *cells* of a

@@ -130,7 +130,7 @@ class InterpretReply(_Reply):
 
 
 class EvalPlanReply(_Reply):
-    """The evaluation planner's decision (seed 004's Plan Agent); ``thought`` first, as in
+    """The evaluation planner's decision (Evaluation Agent's Plan Agent); ``thought`` first, as in
     the paper (explain, then act)."""
 
     thought: str = Field(max_length=300)

@@ -41,7 +41,7 @@ from agentiqa_cli.vlm.base import VLM, ImagePart, RoleInput, VLMReply, VLMReques
 
 R = TypeVar("R", bound=BaseModel)
 
-# trace step of each role (SPEC §3): the combined call is traced as an analysis
+# trace step of each role (docs/commands.md, Outputs): the combined call is traced as an analysis
 STEP: dict[str, Step] = {
     "planner": "plan",
     "detect": "detect",

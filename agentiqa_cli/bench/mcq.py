@@ -1,4 +1,4 @@
-"""AgenticIQA-Eval-style multiple-choice questions (seed 000 §4, Appendix C).
+"""AgenticIQA-Eval-style multiple-choice questions (AgenticIQA §4, Appendix C).
 
 One question per JSONL line::
 
@@ -8,7 +8,7 @@ One question per JSONL line::
 ``track`` is planner / executor-distortion / executor-tool / summarizer; ``options`` is a
 list (letters A, B, ... in order) or an object letter → text; ``answer`` is a letter (the
 exact text of an option is accepted too); ``image`` and ``reference`` are relative to the
-JSONL file. Accuracy is reported per track and overall; like seed 000 Table 1, the headline
+JSONL file. Accuracy is reported per track and overall; like AgenticIQA Table 1, the headline
 ``overall`` is the mean of the track accuracies (the paper's tracks are equal-sized, so its
 numbers do not say whether it averaged tracks or questions; ``overall_micro`` is the other).
 """
@@ -242,7 +242,7 @@ class MCQReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tracks: list[TrackScore]
-    overall: float | None = None  # mean of the track accuracies (seed 000 Table 1)
+    overall: float | None = None  # mean of the track accuracies (AgenticIQA Table 1)
     overall_micro: float | None = None  # correct / all questions
     n: int = 0
     correct: int = 0

@@ -11,7 +11,7 @@ pass through 5 points exactly and report PLCC 1), no convergence, a degenerate c
 straight line is fitted instead and ``fit`` says so, so a reader never mistakes one for
 the other.
 
-The bootstrap interval on SRCC answers seed 004's point that few-sample evaluations are
+The bootstrap interval on SRCC answers Evaluation Agent's point that few-sample evaluations are
 noisy: with 30 images an SRCC of 0.8 can easily be 0.6–0.9.
 """
 

@@ -37,8 +37,8 @@ LEVELS: dict[str, tuple[float, ...]] = {
     "noise": (0.02, 0.04, 0.07, 0.11, 0.16),  # gaussian sigma on [0, 1]
     "jpeg": (40, 25, 15, 8, 3),  # Pillow JPEG quality
     "jpeg2000": (30, 60, 120, 240, 480),  # compression ratio (4 and 5 merge below ~190 px)
-    "brighten": (1.25, 1.5, 1.8, 2.2, 2.7),  # gain, then clipped (seed 003 A.1: beta > 1)
-    "darken": (0.75, 0.58, 0.42, 0.3, 0.2),  # gain (seed 003 A.1: beta < 1)
+    "brighten": (1.25, 1.5, 1.8, 2.2, 2.7),  # gain, then clipped (V-QPP-Bench A.1: beta > 1)
+    "darken": (0.75, 0.58, 0.42, 0.3, 0.2),  # gain (V-QPP-Bench A.1: beta < 1)
     "contrast": (0.7, 0.5, 0.35, 0.22, 0.12),  # spread kept around the mean luma
     "desaturate": (0.6, 0.4, 0.25, 0.12, 0.0),  # chroma kept
     "oversaturate": (1.5, 2.0, 2.6, 3.3, 4.2),  # chroma gain, then clipped

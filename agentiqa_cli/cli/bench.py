@@ -174,7 +174,7 @@ def mcq(
         typer.Option(
             "--whole-agent",
             help="Answer every track from the whole agent (default: each track from the "
-            "component it tests, as seed 000 §4 evaluates them).",
+            "component it tests, as AgenticIQA §4 evaluates them).",
         ),
     ] = False,
 ) -> None:
@@ -375,7 +375,7 @@ def vqpp(
     limit: Limit = None,
     out_dir: OutDir = Path("eval-vqpp"),
 ) -> None:
-    """Seed 003's V-QPP benchmark: the original and ten imperfections per clean image (the
+    """The V-QPP-Bench benchmark: the original and ten imperfections per clean image (the
     paper's levels, fixed seed); per type tool-selection accuracy, parameter score and
     false fixes on originals, for the configured backend (rules or a VLM)."""
     from agentiqa_cli.imperfect.bench import build, write_decisions, write_report

@@ -1,4 +1,4 @@
-"""`agentiqa fix`: imperfection checks and fixes before assessment (seed 003)."""
+"""`agentiqa fix`: imperfection checks and fixes before assessment (V-QPP-Bench)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``eval_plan`` role (seed 004's Plan Agent, App. A.1): its typed input, its bounded
+"""The ``eval_plan`` role (Evaluation Agent's Plan Agent, App. A.1): its typed input, its bounded
 reply, and the deterministic version the ``rules`` backend answers with.
 
 Each round the planner sees the query, the rounds so far and every sub-aspect's estimate
@@ -7,7 +7,7 @@ a tool (``assess`` or a card) and a sample count n ∈ [3, 9], with prompts for 
 or stops with a justified verdict. The evaluation loop refuses repeated sub-aspects and
 stops that come before every sub-aspect had a round (``loop.py``).
 
-Rules version (EXTENSIONS §D): sub-aspects are the categories the query names (none named:
+Rules version (ours, docs/guides.md): sub-aspects are the categories the query names (none named:
 the overall quality first, then the worst category of round 1, and so on worst first); it
 stops after ≥ 2 rounds once every probed sub-aspect's interval, and the overall one, lies
 inside one tier; n is what the widest interval needs to clear its nearest cut point.

@@ -2,7 +2,7 @@
 
 Each clean image is distorted at levels 1..5 by every kind of a distortion category (as
 ``eval-bench synth`` does, ``bench/synth.py``, same seeds) and every candidate tool scores
-the series. Per tool and series four metrics vote (EXTENSIONS §B, *ours*):
+the series. Per tool and series four metrics vote (*ours*, docs/guides.md):
 
 - ``monotonicity`` (higher better): −SRCC(score, level) over the clean image and its levels;
 - ``margin`` (higher better): clean score minus the level-3 score;

@@ -1,4 +1,4 @@
-"""`eval-bench vqpp`: seed 003's V-QPP benchmark over a folder of clean images.
+"""`eval-bench vqpp`: the V-QPP-Bench benchmark over a folder of clean images.
 
 Every clean image yields the original plus the ten corruptions, each with a parameter drawn
 from the paper's levels by a generator seeded with (seed, image, kind), so one item never
@@ -6,7 +6,7 @@ depends on which others are built. The configured backend (rules, a scripted mod
 served VLM) decides each image's operations as `agentiqa fix` does, and per kind:
 
 - tool-selection accuracy (TSA): the chosen tools include every oracle tool type; for the
-  original and crop, only when nothing is chosen (seed 003 §4.3);
+  original and crop, only when nothing is chosen (V-QPP-Bench §4.3);
 - parameter score (PS): exact degrees/direction for rotate/flip, exp(-0.5·|φ-φ*|) for lum,
   the IoU of the box for crop/fill, 0 for a wrong selection; none for deblur/denoise;
 - false fixes: originals given any operation; false findings: originals with any fixable

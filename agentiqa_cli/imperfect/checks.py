@@ -46,7 +46,7 @@ Array = NDArray[np.float32]
 NEEDS_VLM: tuple[str, ...] = ("rotation", "flip", "watermark")
 FIXABLE_TYPES = FIXABLE
 
-# thresholds (measured on the bundled photos and Debian's wallpapers; README "Imperfections")
+# thresholds (measured on the bundled photos and Debian's wallpapers; docs/guides.md)
 BORDER_STD, BORDER_TOL, BORDER_MIN = 0.012, 0.02, 0.015  # flat row std, colour drift, share
 SEAM_RATIO, SEAM_SHARE = 4.0, 0.35  # step / nearby steps; share of the seam that steps
 SEAM_UNIQUE = 0.6  # no other full line of a collage steps on this share (a grid does)
@@ -55,7 +55,7 @@ OVERLAY_MIN_SIDE = 0.2  # and on every inner side at least this share
 OVERLAY_BEYOND = 0.35  # at most this share on the same lines beyond the box
 DARK_TOP, BRIGHT_CLIP, BRIGHT_MEDIAN = 0.55, 0.3, 0.65
 COMB_MIN = 0.2  # empty levels inside the histogram (a gain of 1.25 or more)
-BRIGHT_FACTOR = 0.6  # seed 003's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
+BRIGHT_FACTOR = 0.6  # V-QPP-Bench's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
 EDGE_MIN = 0.32  # edge steepness below clean photos' (0.39+ measured)
 NOISE_MAX = 0.03  # the noise detector's sigma beyond clean photos'
 MOIRE_PEAK = 400.0

@@ -75,7 +75,7 @@ class FixInput(RoleInput):
 
 
 class LocateInput(RoleInput):
-    """The box of ``target`` (seed 003's locate tool, as a role)."""
+    """The box of ``target`` (V-QPP-Bench's locate tool, as a role)."""
 
     role: ClassVar[str] = "locate"
 

@@ -42,7 +42,7 @@ _SNIFF = 64 * 1024  # our headers are far shorter
 
 
 def trace_path_for(out: Path, trace: Path | None) -> Path:
-    """``--trace``, or beside the CSV: results.csv → trace.jsonl (SPEC §1), other names
+    """``--trace``, or beside the CSV: results.csv → trace.jsonl (docs/commands.md), other names
     <stem>.trace.jsonl."""
     default = "trace.jsonl" if out.name == "results.csv" else out.stem + ".trace.jsonl"
     return trace or out.with_name(default)
