@@ -83,3 +83,24 @@ def test_fit_network_learns_a_monotone_target() -> None:
     grid = np.zeros((5, 3))
     grid[:, 0] = np.linspace(-2, 2, 5)
     assert np.all(np.diff(net.predict(grid)[:, 0]) < 0)
+
+
+def test_a_photo_twice_the_size_reads_as_its_view(photo: np.ndarray, tmp_path: Path) -> None:
+    # noise and the camera readings read a large image at viewing scale (area-averaged to at
+    # most 1024 px, as sharpness does): a noisy photo at 2048 px reads as its 2x2 block mean
+    # at 1024 px, not as its per-pixel noise (which would be twice as strong)
+    rng = np.random.default_rng(1)
+    big = np.kron(photo, np.ones((4, 4, 1), np.float32))[:, :2048]  # 2048 px long side
+    big = np.clip(big + rng.normal(0, 0.06, big.shape).astype(np.float32), 0, 1)
+    big8 = (big * 255 + 0.5).astype(np.uint8)
+    h, w = big8.shape[0] // 2 * 2, big8.shape[1] // 2 * 2
+    half = big8[:h, :w].astype(np.float32).reshape(h // 2, 2, w // 2, 2, 3).mean(axis=(1, 3))
+    Image.fromarray(big8).save(tmp_path / "big.png")
+    Image.fromarray((half + 0.5).astype(np.uint8)).save(tmp_path / "view.png")
+    a, b = load_image(tmp_path / "big.png"), load_image(tmp_path / "view.png")
+    assert max(a.shape) == 2048 and max(b.shape) == 1024
+    na, nb = DETECTORS["noise"](a), DETECTORS["noise"](b)
+    assert na == pytest.approx(nb, rel=0.05), (na, nb)
+    fa, fb = features(a), features(b)
+    band = [FEATURES.index(n) for n in ("fine0_p90", "flat_y0", "flat_c0")]
+    assert fa[band] == pytest.approx(fb[band], abs=0.1), (fa[band], fb[band])

@@ -25,13 +25,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agentiqa_cli.imaging.load import LoadedImage
-from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS, _cached, _crops, _sample
+from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS, _cached, _chroma, _detail, _sample
 
 F32 = NDArray[np.float32]
 
 TILE = 32
 LEVELS = 5  # octave bands read, the finest (about 0.25-0.5 cycles/px) first
-SIDE = 1024  # the colour planes are read at most this large (centre crop)
 # the floor added to band energies (8-bit code values squared): below it a band is empty
 FLOOR = 0.25
 
@@ -72,18 +71,12 @@ def _bands(g: F32) -> list[F32]:
     return out
 
 
-def _centre(image: LoadedImage, side: int) -> F32:
-    """The central ``side`` × ``side`` RGB crop (only its rows are made float)."""
-    h, w = image.shape
-    y0, x0 = max(0, (h - side) // 2), max(0, (w - side) // 2)
-    return np.ascontiguousarray(image.rows(y0, y0 + side)[:, x0 : x0 + side])
-
-
 def band_statistics(image: LoadedImage) -> dict[str, float]:
     def make() -> dict[str, float]:
-        crops = _crops(image)
-        per_crop = [_bands(g * 255.0) for g in crops]
-        e0, e1, e2, e3, e4 = (np.concatenate(z) for z in zip(*per_crop, strict=True))
+        # every plane at viewing scale (at most 1024 px on the long side, as sharpness reads):
+        # the same photo at half or twice the size reads alike, a 24 MP photo costs little
+        ly = _bands(_detail(image) * np.float32(255.0))
+        e0, e1, e2, e3, e4 = ly
         coarse = e3 + e4
         order = np.argsort(coarse)
         n = max(1, order.size // 4)
@@ -95,12 +88,9 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
             out[f"fine{k}_p50"] = float(np.median(r))
         out["flat_y0"] = float(np.log2(np.median(e0[flat]) + FLOOR))
         out["flat_y1"] = float(np.log2(np.median(e1[flat]) + FLOOR))
-        # colour-difference planes (full resolution, the centre): chroma noise survives a
-        # camera's luma-oriented noise reduction and shows where luma is flat
-        rgb = _centre(image, SIDE) * np.float32(255.0)
-        luma = rgb @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
-        ly = per_crop[0] if len(crops) == 1 else _bands(luma)
-        cb, cr = _bands(rgb[..., 2] - luma), _bands(rgb[..., 0] - luma)
+        # colour-difference planes: chroma noise survives a camera's luma-oriented noise
+        # reduction and shows where luma is flat
+        cb, cr = (_bands(c * np.float32(255.0)) for c in _chroma(image))
         flat_c = np.argsort(ly[3] + ly[4])[: max(1, ly[3].size // 4)]
         for k in (0, 1):
             out[f"flat_c{k}"] = float(np.log2(np.median((cb[k] + cr[k])[flat_c]) + FLOOR))

@@ -107,6 +107,24 @@ def _detail(image: LoadedImage) -> F32:
     return _viewing(image, "det:detail", lambda a, b: image.rows(a, b) @ _BT601)
 
 
+def _chroma(image: LoadedImage) -> tuple[F32, F32]:
+    """The blue and red colour differences (B - Y, R - Y) at viewing scale."""
+
+    def diff(channel: int) -> Callable[[int, int], F32]:
+        def plane(a: int, b: int) -> F32:
+            rgb = image.rows(a, b)
+            return rgb[..., channel] - rgb @ _BT601
+
+        return plane
+
+    h, w = image.shape
+    if max(h, w) <= DETAIL_SIDE:
+        rgb = image.rows(0, h)
+        y = _gray(image)
+        return rgb[..., 2] - y, rgb[..., 0] - y
+    return _viewing(image, "det:cb", diff(2)), _viewing(image, "det:cr", diff(0))
+
+
 def _value(image: LoadedImage) -> F32:
     """The brightest channel of each pixel (HSV value) at viewing scale."""
     return _viewing(image, "det:value", image.rows_max)
@@ -468,7 +486,9 @@ def noise(image: LoadedImage) -> float:
     t = NOISE_TILE
     scale = np.float32(np.sqrt(np.pi / 2) / (6.0 * t * t))
     sigs, oks = [], []
-    for g in _crops(image):
+    # at viewing scale, as sharpness reads: a 24 MP photo's per-pixel noise is not what its
+    # viewer sees, and the same photo at half or twice the size must read alike
+    for g in [_detail(image)]:
         v = g[:-2] - 2.0 * g[1:-1] + g[2:]
         r = v[:, :-2] - 2.0 * v[:, 1:-1] + v[:, 2:]
         if min(r.shape) < t + max(PATTERN_LAGS):
