@@ -6,14 +6,16 @@ into distortion findings for the rules backend.
 
 Working planes, computed once per image and cached on it:
 - ``_detail``: luma at most 1024 px on the long side (area-averaged by an integer factor)
-  for sharpness; at that scale pixel-level softness of large camera files does not count
-  as blur, which matches how the image is viewed. ``_value``: the brightest channel of each
-  pixel at the same scale, for under-exposure.
-- ``_crops``: full-resolution luma for noise, blockiness and pixelation, which downscaling
-  would erase: the whole image when it fits in 1024×1024, else five 512×512 crops (the
-  centre and the middles of the four quadrants), so a defect anywhere in a large frame is
-  read, not only in its centre; crop offsets are multiples of 8, so JPEG's block grid stays
-  aligned.
+  for sharpness, motion blur and noise; at that scale pixel-level softness and per-pixel
+  noise of large camera files count as a viewer of the whole photo sees them (IQA datasets
+  such as KonIQ-10k are rated at about this size), and the same photo at half or twice the
+  size reads alike. ``_value``: the brightest channel of each pixel at the same scale, for
+  under-exposure; ``_chroma``: the colour differences at that scale (the camera model).
+- ``_crops``: full-resolution luma for blockiness, pixelation and an upscale's lattice, which
+  downscaling would erase: the whole image when it fits in 1024×1024, else five 512×512
+  crops (the centre and the middles of the four quadrants), so a defect anywhere in a large
+  frame is read, not only in its centre; crop offsets are multiples of 8, so JPEG's block
+  grid stays aligned.
 - ``_grid`` / ``_sample``: RGB strided to at most ~64k pixels (2-D / flattened) for
   histogram statistics (exposure, contrast, colour); percentiles do not need every pixel.
 """
