@@ -85,7 +85,8 @@ def octave_slopes(g: F32) -> list[float]:
     one (log2; a Laplacian pyramid, ``OCTAVES`` bands). A natural photo's spectrum spends
     about as much energy per octave; a blur or an upscale empties the octaves finer than its
     size (a long shake reaches the 16-32 px octave), noise fills the finest."""
-    e, cur = [], g
+    e: list[float] = []
+    cur = g
     for _ in range(OCTAVES):
         if min(cur.shape) < 8:  # too small for this octave: as flat as the last one read
             e.append(e[-1] if e else 1.0)
