@@ -61,7 +61,7 @@ class Decode:
 
     Validation ignores them; ``agent.schemas.reply_schema`` turns a reply model with these
     annotations into its output schema. ``*_from`` name a value known only at run time
-    (``agent/schemas.py``): ``enum_from`` a string that is one of its values, ``keys_from``
+    (``asking/schemas.py``): ``enum_from`` a string that is one of its values, ``keys_from``
     a mapping with exactly one key per value, ``items_from`` a list with one item per value.
     ``min_items``/``max_items`` bound a list's items or a mapping's keys; ``key_pattern``
     is the regex every key of a mapping matches; ``grid`` turns a number into an enum of

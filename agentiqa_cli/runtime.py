@@ -47,8 +47,8 @@ from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
 if TYPE_CHECKING:  # the agent is imported when a command asks for it: `score` never does
     from agentiqa_cli.agent.advice import ToolAdvisor
     from agentiqa_cli.agent.pipeline import Agent
-    from agentiqa_cli.agent.prompts import PromptSpec
     from agentiqa_cli.agent.roles import Asker
+    from agentiqa_cli.asking.prompts import PromptSpec
 
 
 class Runtime:
@@ -90,7 +90,7 @@ class Runtime:
 
     @cached_property
     def prompts(self) -> dict[str, PromptSpec]:
-        from agentiqa_cli.agent.prompts import load_prompts
+        from agentiqa_cli.asking.prompts import load_prompts
 
         return load_prompts(self.settings.prompts_dir or default_prompts_dir())
 

@@ -299,7 +299,7 @@ def test_mcq_with_more_than_six_options(tmp_path: Path) -> None:
 
 def test_rules_planner_names_at_most_as_many_objects_as_the_schema() -> None:
     from agentiqa_cli.agent.planner_rules import plan_query
-    from agentiqa_cli.agent.prompts import load_prompts
+    from agentiqa_cli.asking.prompts import load_prompts
     from agentiqa_cli.records import MAX_SCOPES
     from agentiqa_cli.resources import default_prompts_dir
 

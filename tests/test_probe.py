@@ -36,8 +36,8 @@ from agentiqa_cli.agent.probe_records import (
     SubjectRecord,
 )
 from agentiqa_cli.agent.probe_scan import find_subject
-from agentiqa_cli.agent.prompts import REPLY_MODELS, load_prompts
-from agentiqa_cli.agent.schemas import schema_problems
+from agentiqa_cli.asking.prompts import REPLY_MODELS, load_prompts
+from agentiqa_cli.asking.schemas import schema_problems
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.records import SEVERITIES, Box

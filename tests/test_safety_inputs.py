@@ -509,7 +509,7 @@ UNSAFE = "{{ query.__class__.__mro__ }}"
 def test_unsafe_prompt_template_is_refused_at_load(tmp_path: Path, expr: str) -> None:
     import shutil
 
-    from agentiqa_cli.agent.prompts import load_prompts
+    from agentiqa_cli.asking.prompts import load_prompts
     from agentiqa_cli.errors import ConfigError
     from agentiqa_cli.resources import default_prompts_dir
 

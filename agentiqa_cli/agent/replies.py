@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.agent.probe_records import ProbeFinalReply, ProbeTurnReply
-from agentiqa_cli.agent.schemas import reply_schema, schema_problems
+from agentiqa_cli.asking.schemas import reply_schema, schema_problems
 from agentiqa_cli.imperfect.records import FixReply, LocateReply
 from agentiqa_cli.records import (
     CATEGORIES,

@@ -25,7 +25,6 @@ from agentiqa_cli.agent.inputs import (
 )
 from agentiqa_cli.agent.probe import ProbeFinalInput, ProbeTurnInput
 from agentiqa_cli.agent.probe_records import ProbeFinalReply, ProbeTurnReply
-from agentiqa_cli.agent.prompts import PromptSpec
 from agentiqa_cli.agent.replies import (
     AnalyzeReply,
     DetectReply,
@@ -33,6 +32,7 @@ from agentiqa_cli.agent.replies import (
     ScoreReply,
     SelectReply,
 )
+from agentiqa_cli.asking.prompts import PromptSpec
 from agentiqa_cli.batch import Pair
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.io.trace import ImageTrace

@@ -48,13 +48,13 @@ from pydantic import (
 )
 
 from agentiqa_cli.agent.replies import OPTION_LETTERS, REPLY_MODELS, REPLY_SCHEMAS
-from agentiqa_cli.agent.schemas import (
+from agentiqa_cli.asking.schemas import (
     BUILTIN_VALUES,
     dynamic_names,
     expand_schema,
     string_limits,
 )
-from agentiqa_cli.agent.template_bounds import (
+from agentiqa_cli.asking.template_bounds import (
     BoundedSandbox,
     bounded_range,
     render_bounded,
