@@ -30,6 +30,13 @@ EVAL_N_MIN, EVAL_N_MAX = 3, 9
 EVAL_MAX_ASPECTS = 5
 
 # AgenticIQA-Eval's tracks: the component a multiple-choice question tests (seed 000 §4)
+# as many letters as a question file may give options (bench/mcq.py accepts A-Z)
+Letter = Literal[
+    "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M",
+    "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z",
+]  # fmt: skip
+OPTION_LETTERS = "".join(get_args(Letter))  # an interpret reply's alphabet
+
 Track = Literal["planner", "executor-distortion", "executor-tool", "summarizer"]
 
 Mode = Literal["FR", "NR"]

@@ -47,7 +47,7 @@ from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
 if TYPE_CHECKING:  # the agent is imported when a command asks for it: `score` never does
     from agentiqa_cli.agent.advice import ToolAdvisor
     from agentiqa_cli.agent.pipeline import Agent
-    from agentiqa_cli.agent.roles import Asker
+    from agentiqa_cli.asking.asker import Asker
     from agentiqa_cli.asking.prompts import PromptSpec
 
 
@@ -204,7 +204,7 @@ class Runtime:
             if self._active is not None:
                 return
             backend = self._backend
-            from agentiqa_cli.agent.rules import RulesVLM
+            from agentiqa_cli.asking.rules import RulesVLM
 
             try:
                 await backend.check()
@@ -223,8 +223,8 @@ class Runtime:
 
     async def asker(self) -> Asker:
         """Asks roles of the connected VLM (with the rules backend as fallback if set)."""
-        from agentiqa_cli.agent.roles import Asker
-        from agentiqa_cli.agent.rules import RulesVLM
+        from agentiqa_cli.asking.asker import Asker
+        from agentiqa_cli.asking.rules import RulesVLM
 
         await self.connect()
         fallback = None
@@ -381,7 +381,7 @@ class Unreachable:
 
 def build_vlm(settings: Settings, cards: CardSet) -> VLM:
     """The VLM backend named by ``--vlm``: rules, an OpenAI-compatible URL, or vllm:MODEL."""
-    from agentiqa_cli.agent.rules import RulesVLM
+    from agentiqa_cli.asking.rules import RulesVLM
 
     spec = settings.vlm.strip()
     if spec == "rules":

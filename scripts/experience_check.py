@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from agentiqa_cli.agent.rules import RulesVLM
+from agentiqa_cli.asking.rules import RulesVLM
 from agentiqa_cli.bench.runs import Bench
 from agentiqa_cli.bench.synth import generate_from_dir, sample_photos
 from agentiqa_cli.bench.synth_eval import evaluate_synth, load_manifest, synth_items

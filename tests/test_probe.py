@@ -36,7 +36,8 @@ from agentiqa_cli.agent.probe_records import (
     SubjectRecord,
 )
 from agentiqa_cli.agent.probe_scan import find_subject
-from agentiqa_cli.asking.prompts import REPLY_MODELS, load_prompts
+from agentiqa_cli.asking.prompts import load_prompts
+from agentiqa_cli.asking.registry import role as declared_role
 from agentiqa_cli.asking.schemas import schema_problems
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.load import LoadedImage, load_image
@@ -584,13 +585,15 @@ def test_probe_prompts_are_bounded_and_examples_validate(
 ) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     spec = prompts[role]
-    assert REPLY_MODELS[role] is {"probe": ProbeTurnReply, "probe_final": ProbeFinalReply}[role]
+    assert (
+        declared_role(role).reply is {"probe": ProbeTurnReply, "probe_final": ProbeFinalReply}[role]
+    )
     schema = spec.schema_for(**spec.example_vars)
     assert schema_problems(schema) == []
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(spec.example)
-    REPLY_MODELS[role].model_validate(spec.example)
-    assert list(schema["properties"]) == list(REPLY_MODELS[role].model_fields)
+    declared_role(role).reply.model_validate(spec.example)
+    assert list(schema["properties"]) == list(declared_role(role).reply.model_fields)
 
 
 def _numbers(schema: Any, path: str = "$") -> list[tuple[str, list[float]]]:

@@ -32,7 +32,8 @@ from agentiqa_cli.agent.inputs import (
 )
 from agentiqa_cli.agent.probe import ProbeOutcome, probe_rules, probe_vlm, should_zoom
 from agentiqa_cli.agent.replies import AnalyzeReply, ScoreReply
-from agentiqa_cli.agent.roles import Asker, Prober, images_of
+from agentiqa_cli.agent.roles import AgentAsker, Prober
+from agentiqa_cli.asking.asker import Asker, images_of
 from agentiqa_cli.batch import Pair, trace_tool_scores
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.load import LoadedImage
@@ -86,7 +87,7 @@ class Agent:
     ):
         """``advisor`` (an experience pool) may choose tools for some categories instead of
         the ``select`` role, and learns from each image (``agent/advice.py``)."""
-        self.ask = asker
+        self.ask = AgentAsker.of(asker)  # the typed call of each role
         self.advisor = advisor
         self.cards = cards
         self.runner = runner

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from agentiqa_cli.agent.roles import Asker, images_of
+from agentiqa_cli.asking.asker import Asker, images_of
 from agentiqa_cli.batch import Pair
 from agentiqa_cli.errors import ImageError
 from agentiqa_cli.imaging.load import LoadedImage

@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentiqa_cli.agent.roles import Asker
+from agentiqa_cli.asking.asker import Asker
 from agentiqa_cli.batch import Pair
 from agentiqa_cli.bench.synth import item_rng
 from agentiqa_cli.errors import ConfigError
@@ -136,7 +136,7 @@ async def decide_all(
 ) -> tuple[dict[str, list[Operation] | None], dict[str, list[str]]]:
     """Each item's operations (None: the decision failed or was refused) and findings, by
     the Runtime's batch (decoding, concurrency, error rows, trace) and ``asker``."""
-    from agentiqa_cli.agent.roles import images_of
+    from agentiqa_cli.asking.asker import images_of
     from agentiqa_cli.imaging.discover import Job
     from agentiqa_cli.imperfect.roles import decide
 
