@@ -30,21 +30,25 @@ import asyncio
 import pickle
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentiqa_cli.batch import BatchSummary, content_hashes, error_result, job_key, run_batch
+from agentiqa_cli.batch import (
+    BatchSummary,
+    Process,
+    content_hashes,
+    error_result,
+    job_key,
+    run_batch,
+)
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError, MissingExtraError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import max_file_bytes
 from agentiqa_cli.io.results import DoneRows
+from agentiqa_cli.io.stream import RowWriter
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
-
-if TYPE_CHECKING:
-    from agentiqa_cli.io.stream import RowWriter
-    from agentiqa_cli.runtime import Runtime
-
+from agentiqa_cli.runtime import Remote, Runtime
 
 BATCH = 32  # images per Ray task at most (fewer, so that each worker gets 4 batches or more)
 MAX_DEATHS = 2  # workers an image may kill while it runs alone before it gets an error row
@@ -84,11 +88,13 @@ class Attempts:
 
 @dataclass(frozen=True)
 class WorkSpec:
-    """What a worker needs to rebuild the driver's process: its settings and the command's
-    builder (``cli/run.py``: the scorer of the chosen tools, the agent)."""
+    """What a worker needs to rebuild the driver's process: its settings, how the driver
+    builds a Runtime (``wiring.build_runtime``) and the command's builder (``cli/run.py``:
+    the scorer of the chosen tools, the agent)."""
 
     settings: Settings
-    build: Callable[[Runtime], Awaitable[Any]]
+    runtime: Callable[[Settings], Runtime]
+    build: Callable[[Runtime], Awaitable[Process]]
     fingerprint: str
     done: DoneRows  # rows already in the CSV (--resume)
 
@@ -109,12 +115,10 @@ class RayWorker:
     """One Ray actor: a Runtime built once, then batches of jobs through ``run_batch``."""
 
     def __init__(self, spec: WorkSpec, attempts: Any = None):
-        from agentiqa_cli.runtime import Runtime
-
         self.spec = spec
         self.attempts = attempts  # the driver's ``Attempts`` actor (None: not counted)
         self.loop = asyncio.new_event_loop()
-        self.rt = Runtime(spec.settings.model_copy(update={"engine": "local"}))
+        self.rt = spec.runtime(spec.settings.model_copy(update={"engine": "local"}))
         self.loop.run_until_complete(self.rt.__aenter__())
         self.process = self.loop.run_until_complete(spec.build(self.rt))
 
@@ -230,22 +234,39 @@ def _ray() -> Any:
     return ray
 
 
-async def run_on_ray(
-    rt: Runtime,
-    jobs: Sequence[Job],
-    spec: WorkSpec,
-    *,
-    trace: TraceWriter,
-    writer: RowWriter | None,
-    on_result: Callable[[Result], None] | None,
-    on_skip: Callable[[Job], None] | None,
-) -> BatchSummary:
-    """Run ``jobs`` on a Ray cluster (``ray_address``, or a local instance); rows and trace
-    events are written here as they stream back."""
-    ray = _ray()
-    return await asyncio.to_thread(
-        _drive, ray, rt.settings, list(jobs), spec, trace, writer, on_result, on_skip
-    )
+class RayEngine:
+    """The ``Engine`` of ``engine: ray`` (``wiring.build_runtime`` chooses it): runs
+    ``jobs`` on a Ray cluster (``ray_address``, or a local instance); rows and trace events
+    are written here as they stream back. ``runtime`` builds each worker's Runtime."""
+
+    def __init__(self, runtime: Callable[[Settings], Runtime]):
+        self.runtime = runtime
+
+    async def __call__(
+        self,
+        rt: Runtime,
+        jobs: Sequence[Job],
+        remote: Remote,
+        *,
+        command: str,
+        trace: TraceWriter,
+        writer: RowWriter | None,
+        on_result: Callable[[Result], None] | None,
+        on_skip: Callable[[Job], None] | None,
+    ) -> BatchSummary:
+        spec = WorkSpec(
+            settings=rt.settings,
+            runtime=self.runtime,
+            build=remote,
+            fingerprint=rt.fingerprint(command),
+            done=DoneRows(frozenset(writer.done), tuple(writer.columns))
+            if writer is not None
+            else DoneRows(frozenset(), ()),
+        )
+        ray = _ray()
+        return await asyncio.to_thread(
+            _drive, ray, rt.settings, list(jobs), spec, trace, writer, on_result, on_skip
+        )
 
 
 def _drive(

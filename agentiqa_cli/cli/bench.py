@@ -19,8 +19,8 @@ from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.guard import check_out_dir, check_overlay_out
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.extras import require_extras, require_matplotlib
+from agentiqa_cli.wiring import build_runtime
 
 if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a command runs
     from agentiqa_cli.bench.calibrate import CalibrationFit
@@ -72,7 +72,7 @@ def _bench(
     reporter = ui.Reporter(total, label)
 
     async def go() -> T:
-        async with Runtime(settings) as rt:
+        async with build_runtime(settings) as rt:
             tracer = TraceWriter(trace, header=rt.header(command))
             try:
                 with reporter.running():
@@ -409,7 +409,7 @@ async def _vqpp_decide(
     from agentiqa_cli.imperfect.bench import decide_all, report
 
     reporter = ui.Reporter(len(items), "eval-bench vqpp")
-    async with Runtime(settings) as rt:
+    async with build_runtime(settings) as rt:
         note_backend(rt)
         asker = await rt.asker()
         say_notes(rt)

@@ -26,7 +26,7 @@ from agentiqa_cli.gate import EXIT_GATE, EXIT_INPUT, EXIT_OK
 from agentiqa_cli.io.guard import check_gen_dir, trace_path_for
 from agentiqa_cli.records import EVAL_N_MIN as N_MIN
 from agentiqa_cli.records import Result
-from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.wiring import build_runtime
 
 if TYPE_CHECKING:  # the evaluation (and the agent under it) is imported when the command runs
     from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
@@ -156,7 +156,7 @@ def evaluate(
     )
 
     async def main() -> tuple[Evaluation, Verdict]:
-        async with Runtime(settings) as rt:
+        async with build_runtime(settings) as rt:
             note_backend(rt)
             if gen is not None:
                 src: Folder | GeneratorSource = GeneratorSource(gen, gen_dir)

@@ -15,7 +15,7 @@ from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.experience.pool import Pool, read_pool
 from agentiqa_cli.gate import EXIT_INPUT
 from agentiqa_cli.records import CATEGORIES, Mode
-from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.wiring import build_runtime
 
 
 @experience_app.command(epilog=EXIT_CODES_HELP)
@@ -76,7 +76,7 @@ def build(
     if unknown:
         raise ConfigError(f"unknown categories {unknown}; known: {', '.join(CATEGORIES)}")
     settings = opts.settings()
-    rt = Runtime(settings)
+    rt = build_runtime(settings)
     images = [0]
     skipped: list[str] = []
 

@@ -32,6 +32,7 @@ from agentiqa_cli.gate import evaluate_gate
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.records import Result, Usage
 from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.wiring import build_runtime
 
 
 # -- score ---------------------------------------------------------------------------------
@@ -77,7 +78,7 @@ def score(
 async def _with_runtime(
     settings: Settings, main: Callable[[Runtime], Awaitable[BatchSummary]]
 ) -> BatchSummary:
-    async with Runtime(settings) as rt:
+    async with build_runtime(settings) as rt:
         return await main(rt)
 
 
@@ -228,7 +229,7 @@ def plan(
     settings = opts.settings(query=query)
 
     async def main() -> dict[str, object]:
-        async with Runtime(settings) as rt:
+        async with build_runtime(settings) as rt:
             note_backend(rt)
             agent = await rt.agent()
             say_notes(rt)

@@ -34,11 +34,11 @@ def tools_list(
     strengths."""
     from rich.table import Table
 
-    from agentiqa_cli.runtime import Runtime
     from agentiqa_cli.tools.extras import card_extra, missing_extra
     from agentiqa_cli.tools.weights import weights_cached
+    from agentiqa_cli.wiring import build_runtime
 
-    rt = Runtime(load_settings({"cards_dir": tool_cards}, config))
+    rt = build_runtime(load_settings({"cards_dir": tool_cards}, config))
     cards = list(rt.cards)
     cached = {c.name: weights_cached(c) if c.weights else None for c in cards}
     if json_out:
@@ -86,9 +86,9 @@ def tools_show(name: str, tool_cards: CardsDir = None, config: ConfigOpt = None)
     """One tool card in full."""
     import yaml
 
-    from agentiqa_cli.runtime import Runtime
+    from agentiqa_cli.wiring import build_runtime
 
-    rt = Runtime(load_settings({"cards_dir": tool_cards}, config))
+    rt = build_runtime(load_settings({"cards_dir": tool_cards}, config))
     card = rt.cards.get(name)
     problem = card.curve_problem()
     if problem:
@@ -117,12 +117,12 @@ def tools_check(
 
     from rich.table import Table
 
-    from agentiqa_cli.runtime import Runtime
     from agentiqa_cli.tools.extras import missing_extra
     from agentiqa_cli.tools.weights import hub_offline, no_downloads, weights_cached
+    from agentiqa_cli.wiring import build_runtime
 
     ui.set_quiet(quiet)
-    rt = Runtime(load_settings({"cards_dir": tool_cards, "device": device}, config))
+    rt = build_runtime(load_settings({"cards_dir": tool_cards, "device": device}, config))
     cards = rt.cards.resolve(names) if names else list(rt.cards)
     offline = hub_offline()
     if offline:
