@@ -7,7 +7,7 @@ options, words in a MOS table's distortion type names) and the hint the rules ge
 to a prompt. Each ``Distortion`` is one concrete distortion of a category: its synthetic
 kinds (``bench/synth.py``), the built-in detectors whose readings are its findings
 (``tools/severity.py``) and the artefact types a probe files under it
-(``agent/probe_records.py``).
+(``agent/probe/records.py``).
 
 Adding a distortion is one ``Distortion`` entry in ``DISTORTIONS``: its kinds, detector,
 artefacts and any extra query words then reach every reader. The module imports nothing

@@ -1,4 +1,4 @@
-"""Context-aware probing (agent/probe.py): crop geometry, the VLM loop against a scripted
+"""Context-aware probing (agent/probe/__init__.py): crop geometry, the VLM loop against a scripted
 asker, the zero-penalty and bokeh rules, the recomputed final score, the rules version on a
 2048² photo canvas, and the two prompts."""
 
@@ -19,7 +19,6 @@ from PIL import Image, ImageDraw
 from scipy import ndimage
 from skimage import data
 
-from agentiqa_cli.agent.crops import CropBook, parse_box, should_zoom
 from agentiqa_cli.agent.probe import (
     ARTEFACT_TYPES,
     ProbeAsker,
@@ -28,14 +27,15 @@ from agentiqa_cli.agent.probe import (
     probe_rules,
     probe_vlm,
 )
-from agentiqa_cli.agent.probe_records import (
+from agentiqa_cli.agent.probe.crops import CropBook, parse_box, should_zoom
+from agentiqa_cli.agent.probe.records import (
     CropVerdict,
     ProbeFinalReply,
     ProbeOutcome,
     ProbeTurnReply,
     SubjectRecord,
 )
-from agentiqa_cli.agent.probe_scan import find_subject
+from agentiqa_cli.agent.probe.scan import find_subject
 from agentiqa_cli.asking.prompts import load_prompts
 from agentiqa_cli.asking.registry import role as declared_role
 from agentiqa_cli.asking.schemas import schema_problems

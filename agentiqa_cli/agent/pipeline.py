@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 from pydantic import JsonValue
 
 from agentiqa_cli.agent.advice import Advice, ToolAdvisor
-from agentiqa_cli.agent.crops import crop_sha256, cut
 from agentiqa_cli.agent.fusion import capped, fuse, level_logprobs, nonfinite_note, softmax_levels
 from agentiqa_cli.agent.inputs import (
     AnalyzeInput,
@@ -31,6 +30,7 @@ from agentiqa_cli.agent.inputs import (
     SummarizeInput,
 )
 from agentiqa_cli.agent.probe import ProbeOutcome, probe_rules, probe_vlm, should_zoom
+from agentiqa_cli.agent.probe.crops import crop_sha256, cut
 from agentiqa_cli.agent.replies import AnalyzeReply, ScoreReply
 from agentiqa_cli.agent.roles import AgentAsker, Prober
 from agentiqa_cli.asking.asker import Asker, images_of

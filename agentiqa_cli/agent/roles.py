@@ -23,7 +23,7 @@ from agentiqa_cli.agent.inputs import (
     evidence_view,
 )
 from agentiqa_cli.agent.probe import ProbeFinalInput, ProbeTurnInput
-from agentiqa_cli.agent.probe_records import ProbeFinalReply, ProbeTurnReply
+from agentiqa_cli.agent.probe.records import ProbeFinalReply, ProbeTurnReply
 from agentiqa_cli.agent.replies import (
     AnalyzeReply,
     DetectReply,
@@ -42,7 +42,7 @@ from agentiqa_cli.vlm.base import RoleInput, VLMReply
 R = TypeVar("R", bound=BaseModel)
 
 # trace steps: the combined examine call is traced as an analysis, interpret as a summary;
-# probing's rules version runs inside the agent (agent/probe_rules.py), not as an answer
+# probing's rules version runs inside the agent (agent/probe/rules.py), not as an answer
 register(Role(PlannerInput, Plan, step="plan", answer=rules.plan))
 register(Role(DetectInput, DetectReply, step="detect", answer=rules.detect))
 register(Role(AnalyzeInput, AnalyzeReply, step="analyze", answer=rules.analyze))

@@ -20,8 +20,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import ndimage
 
-from agentiqa_cli.agent.crops import subject_overlap
-from agentiqa_cli.agent.probe_records import CropRecord, ProbeOutcome, SubjectRecord
+from agentiqa_cli.agent.probe.crops import subject_overlap
+from agentiqa_cli.agent.probe.records import CropRecord, ProbeOutcome, SubjectRecord
 from agentiqa_cli.categories import artefact_of_detector
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import SEVERITIES, Box, Severity
