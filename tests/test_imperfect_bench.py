@@ -12,8 +12,7 @@ import pytest
 from PIL import Image
 
 from agentiqa_cli.bench.synth import bundled_photos
-from agentiqa_cli.config import Settings
-from agentiqa_cli.imperfect.bench import (
+from agentiqa_cli.bench.vqpp import (
     KINDS_AND_ORIGINAL,
     VqppItem,
     VqppRow,
@@ -21,6 +20,7 @@ from agentiqa_cli.imperfect.bench import (
     decide_all,
     report,
 )
+from agentiqa_cli.config import Settings
 from agentiqa_cli.imperfect.records import _OPERATIONS
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.vlm.base import VLMRequest

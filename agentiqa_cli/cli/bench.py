@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a com
     from agentiqa_cli.bench.mos import MosReport
     from agentiqa_cli.bench.runs import Bench
     from agentiqa_cli.bench.synth_eval import SynthReport
-    from agentiqa_cli.imperfect.bench import VqppItem, VqppRow
+    from agentiqa_cli.bench.vqpp import VqppItem, VqppRow
     from agentiqa_cli.imperfect.records import Operation
 
 ToolsOpt = Annotated[
@@ -378,7 +378,7 @@ def vqpp(
     """Seed 003's V-QPP benchmark: the original and ten imperfections per clean image (the
     paper's levels, fixed seed); per type tool-selection accuracy, parameter score and
     false fixes on originals, for the configured backend (rules or a VLM)."""
-    from agentiqa_cli.imperfect.bench import build, write_decisions, write_report
+    from agentiqa_cli.bench.vqpp import build, write_decisions, write_report
 
     settings = opts.settings()
     sources = sorted(p for p in clean_dir.iterdir() if p.is_file()) if clean_dir.is_dir() else []
@@ -406,7 +406,7 @@ def vqpp(
 async def _vqpp_decide(
     settings: Settings, items: list[VqppItem], out_dir: Path
 ) -> tuple[list[VqppRow], dict[str, list[Operation] | None], dict[str, list[str]]]:
-    from agentiqa_cli.imperfect.bench import decide_all, report
+    from agentiqa_cli.bench.vqpp import decide_all, report
 
     reporter = ui.Reporter(len(items), "eval-bench vqpp")
     async with build_runtime(settings) as rt:
