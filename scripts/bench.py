@@ -80,7 +80,8 @@ def median_runs(cmd: list[str], n: int) -> tuple[float, float, float, int]:
 
 def make_pairs(n: int, size: tuple[int, int]) -> tuple[Path, Path]:
     """n reference/distorted pairs (w×h) cut from the bundled photos, distorted at random."""
-    from agentiqa_cli.bench.synth import KINDS, bundled_photos
+    from agentiqa_cli.bench.synth import bundled_photos
+    from agentiqa_cli.imaging.distort import KINDS
 
     ref_dir, dist_dir = WORK / "ref", WORK / "dist"
     if ref_dir.exists() and len(list(ref_dir.glob("*.png"))) == n:

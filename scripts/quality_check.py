@@ -55,10 +55,11 @@ from agentiqa_cli.bench.goals import goals, judged_clean, passes_gate, recall_go
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.realset import load_records
 from agentiqa_cli.bench.runs import Bench
-from agentiqa_cli.bench.synth import CHECK_KINDS, PHOTOS, SynthItem, generate, sample_photos
+from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, sample_photos
 from agentiqa_cli.bench.synth_eval import MODERATE_OR_WORSE, SynthRow, evaluate_synth, load_manifest
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import AgentIQAError
+from agentiqa_cli.imaging.distort import CHECK_KINDS
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import LEVELS, Result

@@ -12,7 +12,7 @@ from agentiqa_cli import categories as cats
 from agentiqa_cli.agent.planner_rules import plan_query
 from agentiqa_cli.agent.probe.records import ARTEFACT_TYPES
 from agentiqa_cli.bench.camera import CAMERA_KINDS
-from agentiqa_cli.bench.synth import KINDS
+from agentiqa_cli.imaging.distort import KINDS
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import load_cards
 from agentiqa_cli.tools.severity import REASONS, findings

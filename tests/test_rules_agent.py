@@ -11,10 +11,11 @@ from PIL import Image
 from scipy.ndimage import gaussian_filter
 
 from agentiqa_cli.batch import Decoder, Pair
-from agentiqa_cli.bench.synth import distort, sample_photos
+from agentiqa_cli.bench.synth import sample_photos
 from agentiqa_cli.categories import category_of_kind
 from agentiqa_cli.config import Settings
 from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.imaging.distort import distort
 from agentiqa_cli.records import SEVERITIES
 from agentiqa_cli.wiring import build_runtime
 

@@ -30,8 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agentiqa_cli.bench.synth import KINDS, SynthItem
+from agentiqa_cli.bench.synth import SynthItem
 from agentiqa_cli.categories import DETECTOR_CATEGORY, kinds_of_detector
+from agentiqa_cli.imaging.distort import KINDS
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS
 from agentiqa_cli.tools.logistic import logistic5

@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.asking.asker import Asker
 from agentiqa_cli.batch import Pair
-from agentiqa_cli.bench.synth import item_rng
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.distort import item_rng
 from agentiqa_cli.imperfect.corrupt import KINDS, OTHERS_NEEDED, corrupt
 from agentiqa_cli.imperfect.records import (
     _OPERATIONS,

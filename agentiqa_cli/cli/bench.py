@@ -231,8 +231,8 @@ def synth(
     out_dir: OutDir = Path("eval-synth"),
 ) -> None:
     """Distort clean images (5 levels per kind, fixed seed) and check each method's score falls."""
-    from agentiqa_cli.bench.synth import check_kinds
     from agentiqa_cli.bench.synth_eval import write_synth_csv
+    from agentiqa_cli.imaging.distort import check_kinds
 
     if kinds is not None:
         check_kinds(tool_list(kinds) or [])  # exit 2 before anything is written
