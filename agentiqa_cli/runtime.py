@@ -30,7 +30,6 @@ from pydantic import JsonValue
 
 from agentiqa_cli import __version__
 from agentiqa_cli.asking.asker import Asker
-from agentiqa_cli.asking.prompts import PromptSpec, load_prompts
 from agentiqa_cli.asking.rules import RulesVLM
 from agentiqa_cli.batch import BatchSummary, Decoder, Process, run_batch
 from agentiqa_cli.config import Settings, redact_url
@@ -52,6 +51,7 @@ from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
 
 if TYPE_CHECKING:  # types only: the agent sits above the Runtime, which is handed a factory
     from agentiqa_cli.agent.pipeline import Agent
+    from agentiqa_cli.asking.prompts import PromptSpec
 
 # how a command rebuilds its process on another worker's Runtime (``engine: ray``)
 Remote = Callable[["Runtime"], Awaitable[Process]]
@@ -134,6 +134,9 @@ class Runtime:
 
     @cached_property
     def prompts(self) -> dict[str, PromptSpec]:
+        # start-up time: the templates' sandbox (jinja2) loads only for commands that ask
+        from agentiqa_cli.asking.prompts import load_prompts
+
         return load_prompts(self.settings.prompts_dir or default_prompts_dir())
 
     def jobs(self, paths: list[str], ref: str | None, outputs: Outputs | None = None) -> list[Job]:

@@ -9,16 +9,18 @@ CLI; nothing below it imports it.
 
 from __future__ import annotations
 
-from agentiqa_cli.agent.advice import ToolAdvisor
-from agentiqa_cli.agent.pipeline import Agent, AgentOptions
+from typing import TYPE_CHECKING
+
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.experience.advisor import PoolAdvisor
-from agentiqa_cli.experience.pool import check_cards, read_pool
 from agentiqa_cli.ray_engine import RayEngine
 from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.weights import candidates
 from agentiqa_cli.vlm.base import VLM
+
+if TYPE_CHECKING:
+    from agentiqa_cli.agent.advice import ToolAdvisor
+    from agentiqa_cli.agent.pipeline import Agent
 
 
 def build_runtime(settings: Settings, vlm: VLM | None = None) -> Runtime:
@@ -46,6 +48,9 @@ class Agents:
 
     async def __call__(self, rt: Runtime, query: str | None) -> Agent:
         """The agent for ``query`` (default: the configured one), on a connected VLM."""
+        # start-up time: `score` and `--help` never build an agent (its roles, prompts, probing)
+        from agentiqa_cli.agent.pipeline import Agent, AgentOptions
+
         asker = await rt.asker()
         settings = rt.settings
         options = AgentOptions(
@@ -63,6 +68,10 @@ class Agents:
 
 
 def _pool_advisor(rt: Runtime) -> ToolAdvisor | None:
+    # start-up time: the pool's measuring side loads scipy and the distortion library
+    from agentiqa_cli.experience.advisor import PoolAdvisor
+    from agentiqa_cli.experience.pool import check_cards, read_pool
+
     settings = rt.settings
     if settings.experience is None:
         if settings.evolve:

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agentiqa_cli.asking.prompts import PromptSpec
 from agentiqa_cli.asking.registry import role
 from agentiqa_cli.batch import Pair
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.io.trace import ImageTrace
 from agentiqa_cli.records import PromptRequest, ReplyRecord, Usage
 from agentiqa_cli.vlm.base import VLM, ImagePart, RoleInput, VLMReply, VLMRequest
+
+if TYPE_CHECKING:  # the prompts are loaded by the Runtime, which hands them over
+    from agentiqa_cli.asking.prompts import PromptSpec
 
 R = TypeVar("R", bound=BaseModel)
 
