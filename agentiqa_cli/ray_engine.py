@@ -27,7 +27,9 @@ environment provides it) and must see the image files at the same paths.
 from __future__ import annotations
 
 import asyncio
+import logging
 import pickle
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -279,8 +281,6 @@ def _drive(
     on_result: Callable[[Result], None] | None,
     on_skip: Callable[[Job], None] | None,
 ) -> BatchSummary:
-    import time
-
     t0 = time.perf_counter()
     summary = BatchSummary()
     if not jobs:
@@ -293,7 +293,6 @@ def _drive(
             log_to_driver=False,
             logging_level="ERROR",
         )
-    import logging
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # its INFO lines are not ours
     ctx = ray.data.DataContext.get_current()

@@ -36,6 +36,7 @@ from agentiqa_cli.errors import VLMError
 from agentiqa_cli.records import CATEGORIES, Category, Finding, Plan, ToolScore, level_of
 from agentiqa_cli.scoring import fusable, fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
+from agentiqa_cli.tools.severity import findings
 
 _SEVERITY_RANK = {"none": 0, "slight": 1, "moderate": 2, "severe": 3, "extreme": 4}
 
@@ -61,8 +62,6 @@ def plan(inputs: PlannerInput, cards: CardSet) -> Plan:
 
 
 def _findings(cards: CardSet, evidence: list[ToolScore]) -> list[Finding]:
-    from agentiqa_cli.tools.severity import findings
-
     readings = {s.tool: s.raw for s in evidence if s.raw is not None}
     return findings(readings, cards)
 

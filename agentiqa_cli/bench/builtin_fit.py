@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import curve_fit
 
 from agentiqa_cli.bench.synth import SynthItem
 from agentiqa_cli.categories import DETECTOR_CATEGORY, kinds_of_detector
@@ -129,7 +130,6 @@ def fit_sigmoid(
     """Weighted least-squares b1, b2, b3, b5 of ``logistic5`` with b4 = 0 and b1 >= 0, so
     the curve rises with x when ``higher_better`` and falls otherwise. Returns (params,
     weighted RMSE)."""
-    from scipy.optimize import curve_fit
 
     def f(v: np.ndarray, b1: float, b2: float, b3: float, b5: float) -> np.ndarray:
         return logistic5(v, b1, b2, b3, 0.0, b5)

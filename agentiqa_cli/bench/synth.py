@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS
 from agentiqa_cli.imaging.distort import (
     KINDS,
     Array,
@@ -24,6 +25,7 @@ from agentiqa_cli.imaging.distort import (
     item_rng,
     resize_long_side,
 )
+from agentiqa_cli.imaging.load import load_image
 
 
 @dataclass(frozen=True)
@@ -180,8 +182,6 @@ def generate_from_dir(
     which are in pixels, mean the same whatever the input resolution. ``levels`` is a count
     (1..levels) or an explicit list. Unreadable files raise ``ImageError``.
     """
-    from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS
-    from agentiqa_cli.imaging.load import load_image
 
     sources = sorted(
         p for p in Path(clean_dir).iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS

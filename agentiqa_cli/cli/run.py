@@ -30,6 +30,7 @@ from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
 from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.io.trace import NO_TRACE
 from agentiqa_cli.records import Result, Usage
 from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.wiring import build_runtime
@@ -224,7 +225,6 @@ def plan(
     ref: Ref = None,
 ) -> None:
     """Run only the planner and print the validated plan as JSON."""
-    from agentiqa_cli.io.trace import NO_TRACE
 
     settings = opts.settings(query=query)
 

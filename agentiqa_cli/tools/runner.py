@@ -25,6 +25,7 @@ from agentiqa_cli.errors import ConfigError, ToolUnavailableError
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import ToolScore
 from agentiqa_cli.tools.cards import CardSet, ToolCard
+from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.extras import installed, missing_extra, require_torch
 from agentiqa_cli.tools.native import BUILTIN_FR, NATIVE
 
@@ -98,8 +99,6 @@ class ToolRunner:
                 )
             return own.fn
         if card.backend == "builtin":
-            from agentiqa_cli.tools.detectors import DETECTORS
-
             try:
                 return DETECTORS[card.metric]
             except KeyError:
