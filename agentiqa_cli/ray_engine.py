@@ -227,6 +227,7 @@ def pool_size(resources: dict[str, float], gpus_per_worker: float) -> int:
 
 
 def _ray() -> Any:
+    # optional extra: ray ([ray]); the local engine never imports it
     try:
         import ray
     except ImportError:

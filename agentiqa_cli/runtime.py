@@ -394,6 +394,7 @@ def build_vlm(settings: Settings, cards: CardSet) -> VLM:
     if spec == "rules":
         return RulesVLM(cards)
     if spec.startswith(("http://", "https://")):
+        # start-up time: httpx loads only for a server backend
         from agentiqa_cli.vlm.http import OpenAIHTTPVLM
 
         # without --model the server's only model is used (resolved by check())
@@ -407,6 +408,7 @@ def build_vlm(settings: Settings, cards: CardSet) -> VLM:
             image_pixels=settings.image_pixels,
         )
     if spec.startswith("vllm:"):
+        # optional extra: in-process vLLM
         from agentiqa_cli.vlm.inprocess import InProcessVLM
 
         return InProcessVLM(model=spec[len("vllm:") :], image_pixels=settings.image_pixels)

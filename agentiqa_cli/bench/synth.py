@@ -115,6 +115,7 @@ PHOTOS: tuple[str, ...] = (
 
 
 def _skimage_photo(name: str) -> NDArray[np.uint8]:
+    # start-up time: scikit-image's sample photos load only when the bundled set is made
     from skimage import data
 
     img = data.stereo_motorcycle()[0] if name == "motorcycle" else getattr(data, name)()

@@ -67,6 +67,7 @@ def _bench(
 ) -> T:
     """Run ``main`` on a Runtime with a progress bar (``label``) ticking once per result row;
     the trace starts with the run header naming ``command``."""
+    # start-up time: each command loads its benchmark (scipy, the distortion library) itself
     from agentiqa_cli.bench.runs import Bench
 
     reporter = ui.Reporter(total, label)
@@ -116,6 +117,7 @@ def mos(
     out_dir: OutDir = Path("eval-mos"),
 ) -> None:
     """SRCC, KRCC, PLCC and RMSE against MOS, overall and per distortion type; scatter plot."""
+    # start-up time: as in _bench
     from agentiqa_cli.bench.datasets import load_dataset
     from agentiqa_cli.bench.mos import write_mos_csv, write_predictions_csv
     from agentiqa_cli.bench.plot import plot_scatter
@@ -179,6 +181,7 @@ def mcq(
     ] = False,
 ) -> None:
     """Multiple-choice accuracy per track (planner, executor-distortion, executor-tool, summarizer)."""
+    # start-up time: as in _bench
     from agentiqa_cli.bench.mcq import load_mcq, make_example_mcq, write_mcq_csv
     from agentiqa_cli.bench.runs import run_mcq
 
@@ -231,6 +234,7 @@ def synth(
     out_dir: OutDir = Path("eval-synth"),
 ) -> None:
     """Distort clean images (5 levels per kind, fixed seed) and check each method's score falls."""
+    # start-up time: as in _bench
     from agentiqa_cli.bench.synth_eval import write_synth_csv
     from agentiqa_cli.imaging.distort import check_kinds
 
@@ -260,6 +264,7 @@ def synth_report(
     seed: int,
 ) -> SynthReport:
     """`eval-bench synth`'s run (also used by the benchmark script)."""
+    # start-up time: as in _bench
     from agentiqa_cli.bench.runs import run_synth
 
     async def main(b: Bench) -> SynthReport:
@@ -325,6 +330,7 @@ def calibrate(
     seed: Seed = 0,
 ) -> None:
     """Fit each tool's five-parameter logistic to MOS and write an overlay for --calibration."""
+    # start-up time: as in _bench
     from agentiqa_cli.bench.calibrate import write_overlay
     from agentiqa_cli.bench.datasets import load_dataset
     from agentiqa_cli.bench.runs import run_calibrate
@@ -378,6 +384,7 @@ def vqpp(
     """Seed 003's V-QPP benchmark: the original and ten imperfections per clean image (the
     paper's levels, fixed seed); per type tool-selection accuracy, parameter score and
     false fixes on originals, for the configured backend (rules or a VLM)."""
+    # start-up time: as in _bench
     from agentiqa_cli.bench.vqpp import build, write_decisions, write_report
 
     settings = opts.settings()
@@ -406,6 +413,7 @@ def vqpp(
 async def _vqpp_decide(
     settings: Settings, items: list[VqppItem], out_dir: Path
 ) -> tuple[list[VqppRow], dict[str, list[Operation] | None], dict[str, list[str]]]:
+    # start-up time: as in _bench
     from agentiqa_cli.bench.vqpp import decide_all, report
 
     reporter = ui.Reporter(len(items), "eval-bench vqpp")

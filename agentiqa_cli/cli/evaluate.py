@@ -112,6 +112,7 @@ def evaluate(
 ) -> None:
     """A verdict in five tiers on a whole folder, or a generator, from a few samples per round:
     plan a sub-aspect, sample (half random, half the hardest), assess, look, repeat."""
+    # start-up time: the evaluation loop loads with the command that runs it
     from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
     from agentiqa_cli.evaluate.generator import Generator
     from agentiqa_cli.evaluate.loop import EVAL_COLUMNS, EvalConfig, Evaluation, Hooks

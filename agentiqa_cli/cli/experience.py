@@ -66,6 +66,7 @@ def build(
 ) -> None:
     """Learn which tool to trust per distortion: synthetic levels of your images, four metrics
     vote per tool, a Bradley-Terry-Davidson ranking with a Wald test per category."""
+    # start-up time: building a pool loads scipy and the distortion library
     from agentiqa_cli.experience.build import MODES, build_pool
 
     modes: list[Mode] = list(MODES) if mode.upper() == "BOTH" else [mode.upper()]  # type: ignore[list-item]

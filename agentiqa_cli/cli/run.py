@@ -131,6 +131,7 @@ async def scorer_of(tools: tuple[str, ...], rt: Runtime) -> Process:
 
 
 async def fixing_agent_of(fix: str, rt: Runtime) -> Process:
+    # start-up time: the fixes load scikit-image and scipy (only with --fix)
     from agentiqa_cli.imperfect.apply import FixingAgent, FixMode
 
     agent = await rt.agent()
@@ -286,6 +287,7 @@ def assess(
     engine: EngineOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
+    # start-up time: as in fixing_agent_of
     from agentiqa_cli.imperfect.apply import (
         ASSESS_FIX_COLUMNS,
         FIX_MODES,

@@ -79,6 +79,7 @@ def blur(x: Array, level: int, rng: np.random.Generator) -> Array:
 
 
 def motion_blur(x: Array, level: int, rng: np.random.Generator) -> Array:
+    # start-up time: scikit-image loads only for motion blur
     from skimage.draw import line_aa
 
     length = int(_param("motion_blur", level))

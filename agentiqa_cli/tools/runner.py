@@ -34,6 +34,7 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         if not installed("torch"):  # the core install: no torch, nothing but the CPU
             return "cpu"
+        # optional extra: torch ([pyiqa])
         try:
             import torch
 
@@ -158,6 +159,7 @@ class ToolRunner:
     def _run_pyiqa(
         self, card: ToolCard, metric: Any, image: LoadedImage, ref: LoadedImage | None
     ) -> float:
+        # optional extra: torch ([pyiqa])
         import torch
 
         x = image.tensor(self.device)
@@ -243,6 +245,7 @@ _STDOUT = _StdoutRouter()
 
 def build_pyiqa_metric(card: ToolCard, device: str) -> Any:
     """Create the pyiqa metric and check the card agrees with pyiqa on direction."""
+    # optional extra: pyiqa ([pyiqa])
     try:
         import pyiqa
     except ImportError as e:  # pragma: no cover - _build checks the extra first
