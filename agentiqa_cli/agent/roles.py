@@ -66,29 +66,27 @@ class AgentAsker(Asker):
     async def plan(self, inputs: PlannerInput, usage: Usage, trace: ImageTrace) -> Plan:
         return (await self.ask(inputs, Plan, usage, trace))[0]
 
-    async def examine(self, inputs: ExamineInput, usage: Usage, pair: Pair) -> AnalyzeReply:
-        return await self._look(inputs, AnalyzeReply, usage, pair)
+    async def examine(self, inputs: ExamineInput, pair: Pair) -> AnalyzeReply:
+        return await self._look(inputs, AnalyzeReply, pair)
 
-    async def detect(self, inputs: DetectInput, usage: Usage, pair: Pair) -> DetectReply:
-        return await self._look(inputs, DetectReply, usage, pair)
+    async def detect(self, inputs: DetectInput, pair: Pair) -> DetectReply:
+        return await self._look(inputs, DetectReply, pair)
 
-    async def analyze(self, inputs: AnalyzeInput, usage: Usage, pair: Pair) -> AnalyzeReply:
-        return await self._look(inputs, AnalyzeReply, usage, pair)
+    async def analyze(self, inputs: AnalyzeInput, pair: Pair) -> AnalyzeReply:
+        return await self._look(inputs, AnalyzeReply, pair)
 
-    async def select(self, inputs: SelectInput, usage: Usage, pair: Pair) -> SelectReply:
-        return (await self.ask(inputs, SelectReply, usage, pair.trace))[0]
+    async def select(self, inputs: SelectInput, pair: Pair) -> SelectReply:
+        return (await self.ask(inputs, SelectReply, pair.usage, pair.trace))[0]
 
-    async def summarize(
-        self, inputs: SummarizeInput, usage: Usage, pair: Pair
-    ) -> tuple[ScoreReply, VLMReply]:
-        return await self.ask(inputs, ScoreReply, usage, pair.trace, images_of(pair))
+    async def summarize(self, inputs: SummarizeInput, pair: Pair) -> tuple[ScoreReply, VLMReply]:
+        return await self.ask(inputs, ScoreReply, pair.usage, pair.trace, images_of(pair))
 
-    async def interpret(self, inputs: InterpretInput, usage: Usage, pair: Pair) -> InterpretReply:
-        return await self._look(inputs, InterpretReply, usage, pair)
+    async def interpret(self, inputs: InterpretInput, pair: Pair) -> InterpretReply:
+        return await self._look(inputs, InterpretReply, pair)
 
-    async def _look(self, inputs: RoleInput, model: type[R], usage: Usage, pair: Pair) -> R:
+    async def _look(self, inputs: RoleInput, model: type[R], pair: Pair) -> R:
         """A role that looks at the image (and its reference)."""
-        return (await self.ask(inputs, model, usage, pair.trace, images_of(pair)))[0]
+        return (await self.ask(inputs, model, pair.usage, pair.trace, images_of(pair)))[0]
 
 
 class Prober:
