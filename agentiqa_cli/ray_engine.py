@@ -37,6 +37,7 @@ from typing import Any
 from agentiqa_cli.batch import (
     BatchSummary,
     Process,
+    RunSink,
     content_hashes,
     error_result,
     job_key,
@@ -47,7 +48,6 @@ from agentiqa_cli.errors import ConfigError, MissingExtraError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imaging.load import max_file_bytes
 from agentiqa_cli.io.results import DoneRows
-from agentiqa_cli.io.stream import RowWriter
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
 from agentiqa_cli.runtime import Remote, Runtime
@@ -164,11 +164,9 @@ class RayWorker:
                 self.process,
                 fingerprint=self.spec.fingerprint,
                 decoder=self.rt.decoder,
-                writer=None,
-                trace=trace,
+                sink=RunSink(trace, on_skip=lambda j: skipped.append(index[id(j)])),
                 concurrency=self.spec.settings.concurrency,
                 done=self.spec.done,
-                on_skip=lambda j: skipped.append(index[id(j)]),
             )
         )
         summary.results += ran.results
@@ -252,11 +250,9 @@ class RayEngine:
         remote: Remote,
         *,
         command: str,
-        trace: TraceWriter,
-        writer: RowWriter | None,
-        on_result: Callable[[Result], None] | None,
-        on_skip: Callable[[Job], None] | None,
+        sink: RunSink,
     ) -> BatchSummary:
+        writer = sink.writer
         spec = WorkSpec(
             settings=rt.settings,
             runtime=self.runtime,
@@ -267,9 +263,7 @@ class RayEngine:
             else DoneRows(frozenset(), ()),
         )
         ray = _ray()
-        return await asyncio.to_thread(
-            _drive, ray, rt.settings, list(jobs), spec, trace, writer, on_result, on_skip
-        )
+        return await asyncio.to_thread(_drive, ray, rt.settings, list(jobs), spec, sink)
 
 
 def _drive(
@@ -277,10 +271,7 @@ def _drive(
     settings: Settings,
     jobs: list[Job],
     spec: WorkSpec,
-    trace: TraceWriter,
-    writer: RowWriter | None,
-    on_result: Callable[[Result], None] | None,
-    on_skip: Callable[[Job], None] | None,
+    sink: RunSink,
 ) -> BatchSummary:
     t0 = time.perf_counter()
     summary = BatchSummary()
@@ -322,26 +313,22 @@ def _drive(
                 continue
             seen.add(i)
             if not row["result"]:
-                summary.skipped += 1
-                if on_skip:
-                    on_skip(jobs[i])
+                summary.skip(jobs[i], sink)
                 continue
             _deliver(summary, jobs[i], Result.model_validate_json(row["result"]),
-                     row["events"], trace, writer, on_result)  # fmt: skip
+                     row["events"], sink)  # fmt: skip
     except Exception as e:  # the cluster gave up on a batch: its images get error rows
         failure = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     for i, job in enumerate(jobs):
         if i in seen:
             continue
         message = f"ray worker failed: {failure or 'no result returned'}"
-        result = _error_row(job, spec, settings, trace, message)
+        result = _error_row(job, spec, settings, sink.trace, message)
         if result is None:
-            summary.skipped += 1
-            if on_skip:
-                on_skip(job)
+            summary.skip(job, sink)
             continue
         result.transient = True
-        _deliver(summary, job, result, [], trace, writer, on_result)
+        _deliver(summary, job, result, [], sink)
     summary.seconds = time.perf_counter() - t0
     return summary
 
@@ -351,10 +338,8 @@ def _deliver(
     job: Job,
     result: Result,
     events: Sequence[str],
-    trace: TraceWriter,
-    writer: RowWriter | None,
-    on_result: Callable[[Result], None] | None,
+    sink: RunSink,
 ) -> None:
     for e in events:
-        trace.emit(TraceEvent.model_validate_json(e))
-    summary.deliver(job, result, writer, on_result)
+        sink.trace.emit(TraceEvent.model_validate_json(e))
+    summary.deliver(job, result, sink)

@@ -31,7 +31,7 @@ from pydantic import JsonValue
 from agentiqa_cli import __version__
 from agentiqa_cli.asking.asker import Asker
 from agentiqa_cli.asking.rules import RulesVLM
-from agentiqa_cli.batch import BatchSummary, Decoder, Process, run_batch
+from agentiqa_cli.batch import BatchSummary, Decoder, Process, RunSink, run_batch
 from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError, VLMError, VLMUnreachableError
 from agentiqa_cli.imaging.discover import Job, discover, pair
@@ -71,16 +71,7 @@ class Engine(Protocol):
     """Runs a command's images elsewhere (``ray_engine.RayEngine``); rows come back here."""
 
     async def __call__(
-        self,
-        rt: Runtime,
-        jobs: Sequence[Job],
-        remote: Remote,
-        *,
-        command: str,
-        trace: TraceWriter,
-        writer: RowWriter | None,
-        on_result: Callable[[Result], None] | None,
-        on_skip: Callable[[Job], None] | None,
+        self, rt: Runtime, jobs: Sequence[Job], remote: Remote, *, command: str, sink: RunSink
     ) -> BatchSummary: ...
 
 
@@ -170,27 +161,16 @@ class Runtime:
         """Every command's images go through here: same decoding, limits, keys, error rows.
         With an engine (``engine: ray``), a command that says how to rebuild its process
         elsewhere (``remote``: `score`, `assess`) runs there (ray_engine.py)."""
+        sink = RunSink(trace, writer, on_result, on_skip)  # handed down once from here
         if self._engine is not None and remote is not None:
-            return await self._engine(
-                self,
-                jobs,
-                remote,
-                command=command,
-                trace=trace,
-                writer=writer,
-                on_result=on_result,
-                on_skip=on_skip,
-            )
+            return await self._engine(self, jobs, remote, command=command, sink=sink)
         return await run_batch(
             jobs,
             process,
             fingerprint=self.fingerprint(command),
             decoder=self.decoder,
-            writer=writer,
-            trace=trace,
+            sink=sink,
             concurrency=self.settings.concurrency,
-            on_result=on_result,
-            on_skip=on_skip,
         )
 
     # -- score --------------------------------------------------------------------------------

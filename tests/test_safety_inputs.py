@@ -392,7 +392,7 @@ def test_a_requested_tool_that_cannot_run_makes_an_error_row(photo: Path) -> Non
 
 
 def test_error_rows_count_the_calls_made(photo: Path) -> None:
-    from agentiqa_cli.batch import Decoder, Pair, run_batch
+    from agentiqa_cli.batch import Decoder, Pair, RunSink, run_batch
     from agentiqa_cli.errors import VLMError
     from agentiqa_cli.imaging.discover import Job
     from agentiqa_cli.io.trace import NO_TRACE
@@ -408,8 +408,7 @@ def test_error_rows_count_the_calls_made(photo: Path) -> None:
             process,
             fingerprint="f",
             decoder=Decoder(10**8),
-            writer=None,
-            trace=NO_TRACE.writer,
+            sink=RunSink(NO_TRACE.writer),
         )
     )
     (row,) = summary.results
@@ -534,8 +533,8 @@ def test_assess_fix_counts_each_call_once(photo: Path, monkeypatch: pytest.Monke
     from agentiqa_cli.imperfect.roles import Decision
     from agentiqa_cli.records import Result, Usage
 
-    async def decide(asker: object, pair: Pair, query: str, usage: Usage) -> Decision:
-        usage.add(Usage(calls=1, prompt_tokens=10))
+    async def decide(asker: object, pair: Pair, query: str) -> Decision:
+        pair.usage.add(Usage(calls=1, prompt_tokens=10))
         return Decision([], [SimpleNamespace(tool="lum")], [])  # type: ignore[list-item]
 
     async def apply(x: object, ops: object, pair: Pair) -> tuple[object, list[object], list[str]]:
