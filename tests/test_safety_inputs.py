@@ -540,18 +540,21 @@ def test_assess_fix_counts_each_call_once(photo: Path, monkeypatch: pytest.Monke
     async def apply(x: object, ops: object, pair: Pair) -> tuple[object, list[object], list[str]]:
         return x, [], []
 
-    async def agent(pair: Pair) -> Result:
-        pair.usage.add(Usage(calls=1, prompt_tokens=100))
-        result = pair.result()
-        result.usage = pair.usage
-        return result
+    class Agent:
+        ask, query = None, "q"
+
+        async def __call__(self, pair: Pair) -> Result:
+            pair.usage.add(Usage(calls=1, prompt_tokens=100))
+            result = pair.result()
+            result.usage = pair.usage
+            return result
 
     monkeypatch.setattr(fixing, "_decide", decide)
     monkeypatch.setattr(fixing, "_apply", apply)
     job = Job(image=photo, root=photo.parent)
     image, _ = Decoder(10**8).decode(job)
     pair = Pair(job, image, None, "k")
-    result = asyncio.run(fixing.FixingAgent(agent, None, "q", "quality")(pair))  # type: ignore[arg-type]
+    result = asyncio.run(fixing.FixingAgent(Agent(), "quality")(pair))  # type: ignore[arg-type]
     assert (result.usage.calls, result.usage.prompt_tokens) == (3, 210)
 
 

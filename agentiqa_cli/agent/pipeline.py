@@ -98,6 +98,11 @@ class Agent:
         self._plans: dict[tuple[str, bool], asyncio.Future[Plan]] = {}
         self._selections: dict[tuple[frozenset[str], bool], asyncio.Future[dict[str, str]]] = {}
 
+    @property
+    def query(self) -> str:
+        """The question every image is assessed for (``--query``)."""
+        return self.opt.query
+
     # -- shared, cached steps ---------------------------------------------------------------
     def candidates(self, full_reference: bool) -> list[ToolCard]:
         return [c for c in self._offered if full_reference or c.mode == "NR"]

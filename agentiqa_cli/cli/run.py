@@ -135,7 +135,7 @@ async def fixing_agent_of(fix: str, rt: Runtime) -> Process:
     from agentiqa_cli.imperfect.apply import FixingAgent, FixMode
 
     agent = await rt.agent()
-    return FixingAgent(agent, agent.ask, rt.settings.query, cast(FixMode, fix))
+    return FixingAgent(agent, cast(FixMode, fix))
 
 
 def _detail(r: Result) -> str:
@@ -314,7 +314,7 @@ def assess(
         rt.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
         agent = await rt.agent()  # a wrong model is exit 2 here, before any output
         say_notes(rt)
-        fixing = FixingAgent(agent, agent.ask, rt.settings.query, cast(FixMode, fix))
+        fixing = FixingAgent(agent, cast(FixMode, fix))
         command = "assess" if fix == "off" else f"assess --fix {fix}"  # resume keys differ
         return await run_images(
             rt, opts, command, jobs, fixing, "assess", extra_columns=ASSESS_FIX_COLUMNS,

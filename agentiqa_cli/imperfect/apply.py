@@ -14,9 +14,9 @@ import asyncio
 import dataclasses
 import hashlib
 import io
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -95,12 +95,24 @@ async def _apply(
     return x, done, notes
 
 
+class Assessor(Protocol):
+    """The agent ``assess --fix`` runs on the fixed image; the fix role asks through its
+    asker, about its query (the one source of both)."""
+
+    @property
+    def ask(self) -> Asker: ...
+
+    @property
+    def query(self) -> str: ...
+
+    async def __call__(self, pair: Pair) -> Result: ...
+
+
 class FixingAgent:
     """``assess --fix``: checks (and the fix role) before the agent, per image."""
 
-    def __init__(self, agent: Callable[[Pair], Awaitable[Result]], asker: Asker, query: str,
-                 mode: FixMode):  # fmt: skip
-        self.agent, self.asker, self.query, self.mode = agent, asker, query, mode
+    def __init__(self, agent: Assessor, mode: FixMode):
+        self.agent, self.asker, self.query, self.mode = agent, agent.ask, agent.query, mode
 
     async def __call__(self, pair: Pair) -> Result:
         if self.mode == "off":
