@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -87,3 +88,17 @@ def test_the_shipped_roles_are_declared_beside_their_inputs() -> None:
     assert role("fix").inputs is FixInput and role("fix").step == "imperfect"
     with pytest.raises(ValueError, match="cannot answer"):
         RulesVLM(load_cards(default_cards_dir())).answer(None)
+
+
+def test_the_cli_starts_without_the_agent_or_heavy_libraries() -> None:
+    """Start-up time: `--help` and `score` do not load the agent, the experience pool, the
+    prompts' template engine or scipy's heavy parts (the composition loads them when asked)."""
+    heavy = ["agentiqa_cli.agent.pipeline", "agentiqa_cli.experience.advisor", "jinja2", "scipy.signal",
+             "scipy.stats", "scipy.optimize", "skimage", "torch"]  # fmt: skip
+    code = f"import sys, agentiqa_cli.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
