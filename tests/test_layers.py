@@ -52,6 +52,7 @@ class _EchoReply(BaseModel):
 def scratch_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Roles declared by a test are forgotten after it (the prompts need every role's file)."""
     monkeypatch.setattr(registry, "_ROLES", dict(roles()))
+    monkeypatch.setattr(registry, "_WHERE", dict(registry._WHERE))
 
 
 @pytest.mark.usefixtures("scratch_registry")

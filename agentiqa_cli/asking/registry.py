@@ -16,6 +16,7 @@ whole set is read (loading prompts), like a plugin list: this package imports no
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -67,6 +68,7 @@ class Role:
 
 
 _ROLES: dict[str, Role] = {}
+_WHERE: dict[str, str] = {}  # role → the module that declared it
 
 
 def register(role: Role) -> Role:
@@ -75,14 +77,18 @@ def register(role: Role) -> Role:
     if known is not None and (known.inputs, known.reply) != (role.inputs, role.reply):
         raise TypeError(f"role {role.name!r} is declared twice")
     _ROLES[role.name] = role
+    _WHERE.setdefault(role.name, sys._getframe(1).f_globals.get("__name__", ""))
     return role
 
 
 def roles() -> Mapping[str, Role]:
-    """Every declared role, by name (the shipped ones imported first)."""
+    """Every declared role, by name: the shipped ones in ``DECLARED_IN``'s order and each
+    module's own (whichever was imported first), then any other."""
     for module in DECLARED_IN:
         importlib.import_module(module)
-    return MappingProxyType(_ROLES)
+    rank = {m: i for i, m in enumerate(DECLARED_IN)}
+    order = sorted(_ROLES, key=lambda n: rank.get(_WHERE.get(n, ""), len(rank)))  # stable
+    return MappingProxyType({n: _ROLES[n] for n in order})
 
 
 def role(name: str) -> Role:
