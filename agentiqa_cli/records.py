@@ -30,6 +30,13 @@ EVAL_N_MIN, EVAL_N_MAX = 3, 9
 EVAL_MAX_ASPECTS = 5
 
 # AgenticIQA-Eval's tracks: the component a multiple-choice question tests (AgenticIQA §4)
+# as many letters as a question file may give options (bench/mcq.py accepts A-Z)
+Letter = Literal[
+    "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M",
+    "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z",
+]  # fmt: skip
+OPTION_LETTERS = "".join(get_args(Letter))  # an interpret reply's alphabet
+
 Track = Literal["planner", "executor-distortion", "executor-tool", "summarizer"]
 
 Mode = Literal["FR", "NR"]
@@ -61,7 +68,7 @@ class Decode:
 
     Validation ignores them; ``agent.schemas.reply_schema`` turns a reply model with these
     annotations into its output schema. ``*_from`` name a value known only at run time
-    (``agent/schemas.py``): ``enum_from`` a string that is one of its values, ``keys_from``
+    (``asking/schemas.py``): ``enum_from`` a string that is one of its values, ``keys_from``
     a mapping with exactly one key per value, ``items_from`` a list with one item per value.
     ``min_items``/``max_items`` bound a list's items or a mapping's keys; ``key_pattern``
     is the regex every key of a mapping matches; ``grid`` turns a number into an enum of

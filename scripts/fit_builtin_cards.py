@@ -35,15 +35,9 @@ from agentiqa_cli.bench.builtin_fit import (
     read_items,
 )
 from agentiqa_cli.bench.realset import build, load_spec
-from agentiqa_cli.bench.synth import (
-    KINDS,
-    PHOTOS,
-    SynthItem,
-    generate,
-    read_manifest,
-    sample_photos,
-)
+from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, read_manifest, sample_photos
 from agentiqa_cli.errors import AgentIQAError
+from agentiqa_cli.imaging.distort import KINDS
 from agentiqa_cli.tools.cards import Logistic, load_card, write_card_logistic
 
 ROOT = Path(__file__).resolve().parent.parent

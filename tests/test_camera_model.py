@@ -10,7 +10,8 @@ import pytest
 from PIL import Image
 
 from agentiqa_cli.bench.camera import camera_damage
-from agentiqa_cli.bench.synth import item_rng, sample_photos
+from agentiqa_cli.bench.synth import sample_photos
+from agentiqa_cli.imaging.distort import item_rng
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.camera_features import FEATURES, features

@@ -11,7 +11,8 @@ import pytest
 from PIL import Image
 from scipy import ndimage
 
-from agentiqa_cli.bench.synth import bundled_photos, distort
+from agentiqa_cli.bench.synth import bundled_photos
+from agentiqa_cli.imaging.distort import distort
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import SEVERITIES
 from agentiqa_cli.resources import default_cards_dir

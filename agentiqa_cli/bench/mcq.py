@@ -25,13 +25,12 @@ from typing import get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentiqa_cli.agent.replies import OPTION_LETTERS
 from agentiqa_cli.bench.mcq_examples import make_example_mcq
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.guard import whole_file
 from agentiqa_cli.io.results import safe_row
-from agentiqa_cli.records import Result, Track
+from agentiqa_cli.records import OPTION_LETTERS, Result, Track
 
 __all__ = [
     "TRACKS",

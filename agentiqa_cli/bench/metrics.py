@@ -57,6 +57,7 @@ def _constant(a: NDArray) -> bool:
 
 def _correlation(name: str, x: ArrayLike, y: ArrayLike) -> float | None:
     """scipy.stats' ``name`` correlation; None when it is undefined (< 2 points, constant)."""
+    # start-up time: scipy.stats costs ~1 s; the benchmarks that need it load it
     import scipy.stats
 
     xa, ya = np.asarray(x, float), np.asarray(y, float)
@@ -111,6 +112,7 @@ def bootstrap_srcc(
     x: ArrayLike, y: ArrayLike, rounds: int = 1000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of SRCC (resampling pairs); None if too few points."""
+    # start-up time: scipy.stats, as above
     from scipy.stats import rankdata
 
     xa, ya = np.asarray(x, float), np.asarray(y, float)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentiqa_cli.agent.roles import Asker
+from agentiqa_cli.asking.asker import Asker
 from agentiqa_cli.batch import Process
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.evaluate.aspects import detectors_for, measured_categories, resolve

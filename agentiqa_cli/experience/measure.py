@@ -32,12 +32,12 @@ import numpy as np
 from agentiqa_cli.bench.builtin_fit import pseudo_mos
 from agentiqa_cli.bench.layouts import MosItem
 from agentiqa_cli.bench.metrics import spearman
-from agentiqa_cli.bench.synth import KINDS, distort, item_rng, resize_long_side
 from agentiqa_cli.categories import category_of_type
 from agentiqa_cli.categories import kinds_of as categories_kinds_of
 from agentiqa_cli.errors import ImageError
 from agentiqa_cli.experience.pool import Meta, Record
 from agentiqa_cli.experience.vote import Direction, borda, vote
+from agentiqa_cli.imaging.distort import KINDS, distort, item_rng, resize_long_side
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.records import Category, Mode
 from agentiqa_cli.tools.cards import ToolCard

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.imperfect.corrupt import ANCHORS, OVERLAY_SCALES, anchor_box
 from agentiqa_cli.imperfect.records import (
     FIXABLE,
@@ -41,6 +42,7 @@ from agentiqa_cli.imperfect.records import (
     Lum,
 )
 from agentiqa_cli.records import Box
+from agentiqa_cli.tools.detectors import noise as noise_sigma
 
 Array = NDArray[np.float32]
 NEEDS_VLM: tuple[str, ...] = ("rotation", "flip", "watermark")
@@ -363,8 +365,6 @@ def histogram_comb(x: Array) -> float:
 
 
 def _loaded(x: Array) -> object:
-    from agentiqa_cli.imaging.load import LoadedImage
-
     return LoadedImage(path=Path("<array>"), pixels=x, sha256="")
 
 
@@ -402,8 +402,6 @@ def blur(x: Array) -> Imperfection | None:
 
 
 def noise(x: Array) -> Imperfection | None:
-    from agentiqa_cli.tools.detectors import noise as noise_sigma
-
     s = noise_sigma(_loaded(x))  # type: ignore[arg-type]
     if s <= NOISE_MAX:
         return None

@@ -58,6 +58,7 @@ def lum(x: Array, factor: float) -> Array:
 
 
 def deblur(x: Array) -> Array:
+    # start-up time: scikit-image loads only when this fix runs
     from skimage.restoration import richardson_lucy
 
     psf = _psf()
@@ -74,6 +75,7 @@ def deblur(x: Array) -> Array:
 
 def denoise(x: Array) -> Array:
     """Non-local means with the noise level estimated from the image (fast mode)."""
+    # start-up time: as in deblur
     from skimage.restoration import denoise_nl_means, estimate_sigma
 
     sigma = float(np.mean(estimate_sigma(x, channel_axis=-1)))  # type: ignore[no-untyped-call]

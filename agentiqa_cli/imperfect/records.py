@@ -3,7 +3,7 @@
 Everything a model may generate is bounded here, once: at most four operations, degrees and
 directions as enums, boxes (``records.Box``) normalized to [0, 1] with positive extent,
 short strings. The ``fix`` and ``locate`` roles' JSON schemas are derived from these models
-(``agent/replies.py``), so a reply outside them is refused before anything runs.
+(declared with the roles in ``imperfect/roles.py``), so a reply outside them is refused before anything runs.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import csv
 import os
 import re
 import secrets
+import sqlite3
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -130,7 +131,6 @@ def is_pool_file(path: Path) -> bool:
         return True
     if head != b"SQLite format 3\x00":
         return False
-    import sqlite3
 
     try:
         con = sqlite3.connect(f"{_real(path).as_uri()}?mode=ro", uri=True)

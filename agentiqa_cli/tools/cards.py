@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from agentiqa_cli.errors import ConfigError, UnknownToolError
+from agentiqa_cli.io.guard import write_whole
 from agentiqa_cli.io.read import load_yaml, read_bytes
 from agentiqa_cli.records import Category, Mode
 from agentiqa_cli.tools.logistic import anchor_top, normalize
@@ -342,8 +343,6 @@ def _replace_entry(text: str, key: str, lines: list[str]) -> str:
 
 
 def _replace_file(path: Path, text: str) -> None:
-    from agentiqa_cli.io.guard import write_whole
-
     write_whole(path, text)  # a temporary file renamed over it once complete
 
 

@@ -295,6 +295,7 @@ def _sharpest_region(image: LoadedImage) -> float:
     m, t = 6, TILE  # m: context around a tile for the 11-sample re-blur
     ny, nx = (g.shape[0] - 2 * m) // t, (g.shape[1] - 2 * m) // t
     if ny < 1 or nx < 1:
+        # start-up time: scikit-image loads only for images too small for the block measure
         from skimage.measure import blur_effect
 
         return float(1.0 - blur_effect(g))

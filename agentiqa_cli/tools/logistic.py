@@ -36,6 +36,7 @@ def fit_logistic(
     directions are tried unless ``increasing`` fixes one, and the better fit is kept, so
     lower-is-better raw scores fit as well as higher-is-better ones.
     """
+    # start-up time: scipy.optimize loads only when a curve is fitted
     from scipy.optimize import curve_fit
 
     xa = np.asarray(x, dtype=np.float64)

@@ -20,12 +20,13 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import ndimage
 
-from agentiqa_cli.agent.crops import subject_overlap
-from agentiqa_cli.agent.probe_records import CropRecord, ProbeOutcome, SubjectRecord
+from agentiqa_cli.agent.probe.crops import subject_overlap
+from agentiqa_cli.agent.probe.records import CropRecord, ProbeOutcome, SubjectRecord
 from agentiqa_cli.categories import artefact_of_detector
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import SEVERITIES, Box, Severity
-from agentiqa_cli.tools.cards import CardSet
+from agentiqa_cli.resources import default_cards_dir
+from agentiqa_cli.tools.cards import CardSet, load_cards
 from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.severity import findings
 
@@ -51,9 +52,6 @@ _BT601 = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 
 @lru_cache(maxsize=1)
 def default_cards() -> CardSet:
-    from agentiqa_cli.resources import default_cards_dir
-    from agentiqa_cli.tools.cards import load_cards
-
     return load_cards(default_cards_dir())
 
 

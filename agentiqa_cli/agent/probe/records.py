@@ -5,7 +5,7 @@ output schemas of ``prompts/probe.yaml`` and ``prompts/probe_final.yaml``; ``Pro
 is what the VLM loop and the rules version both return.
 
 A turn reply's boxes are deliberately *not* range-checked here: the output schema bounds
-them for constrained decoding, and the code (``agent/crops.py``) rejects a bad box with a
+them for constrained decoding, and the code (``agent/probe/crops.py``) rejects a bad box with a
 note instead of failing the whole reply, so one bad box never costs the image.
 """
 
