@@ -362,7 +362,7 @@ def test_cli_build_show_and_refusal(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_build_from_a_mos_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A CSV with image, mos, reference, distortion: one series per (reference, type)."""
-    from agentiqa_cli.bench.synth import distort, resize_long_side
+    from agentiqa_cli.imaging.distort import distort, resize_long_side
 
     lines = ["image,mos,reference,distortion"]
     for name, x in zip(["astronaut", "chelsea"], bundled_photos(["astronaut", "chelsea"]),
@@ -428,7 +428,8 @@ def test_assess_with_evolve_appends_records_and_traces_them(tmp_path: Path) -> N
 def test_select_is_shown_the_insight_and_rules_follow_it(tmp_path: Path) -> None:
     from agentiqa_cli.agent.advice import Insight
     from agentiqa_cli.agent.inputs import SelectInput
-    from agentiqa_cli.agent.rules import RulesVLM
+    from agentiqa_cli.agent.replies import SelectReply
+    from agentiqa_cli.asking.rules import RulesVLM
 
     path = tmp_path / "p.db"
     # 3 records: not significant, so the model decides, shown what the pool learnt
@@ -447,23 +448,28 @@ def test_select_is_shown_the_insight_and_rules_follow_it(tmp_path: Path) -> None
     without = ScriptedVLM(script)
     run_agent(Settings(tools=["contrast"], concurrency=2), without, pairs(tmp_path, 2, settings))
     assert "past measurements" not in " ".join(m.text for m in without.calls("select")[0].messages)
-    # the rules backend takes the insight's tool when its card measures the category
+    # the rules answer the select role declares takes the insight's tool when its card
+    # measures the category
     rules = RulesVLM(CARDS)
+
+    def pick(inputs: SelectInput) -> str:
+        reply = rules.answer(inputs)
+        assert isinstance(reply, SelectReply)
+        return reply.selected_tools["Global"]["Noise"]
+
     cands = [CARDS.get(n) for n in ("noise", "camera_noise", "sharpness")]
     base = SelectInput(query="q", full_reference=False, categories=["Noise"], candidates=cands)
-    first = rules._select(base).selected_tools["Global"]["Noise"]
+    first = pick(base)
     other = "camera_noise" if first == "noise" else "noise"
     hint = Insight(categories=["Noise"], best=other, text="t")
-    with_hint = base.model_copy(update={"insights": [hint]})
-    assert rules._select(with_hint).selected_tools["Global"]["Noise"] == other
+    assert pick(base.model_copy(update={"insights": [hint]})) == other
     off = Insight(categories=["Noise"], best="sharpness", text="t")  # not a noise tool
-    no_fit = base.model_copy(update={"insights": [off]})
-    assert rules._select(no_fit).selected_tools["Global"]["Noise"] == first
+    assert pick(base.model_copy(update={"insights": [off]})) == first
 
 
 def test_coupled_build_measures_pairs_under_their_set_key() -> None:
-    from agentiqa_cli.bench.synth import distort, item_rng, resize_long_side
     from agentiqa_cli.experience.measure import coupled, coupled_kinds
+    from agentiqa_cli.imaging.distort import distort, item_rng, resize_long_side
 
     assert coupled_kinds(["Noise", "Blurs"]) == ["noise+blur"]
     x = resize_long_side(bundled_photos(["astronaut"])[0], 96)

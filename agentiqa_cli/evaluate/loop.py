@@ -1,4 +1,4 @@
-"""The rounds of an evaluation: plan → sample → assess → feedback (seed 004 §3.2.3).
+"""The rounds of an evaluation: plan → sample → assess → feedback (Evaluation Agent §3.2.3).
 
 Each round the planner (``eval_plan``: a VLM, or the rules version) names a sub-aspect, a
 tool and n; n images are drawn without replacement (half the hardest of a random pool on
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentiqa_cli.agent.roles import Asker
+from agentiqa_cli.asking.asker import Asker
 from agentiqa_cli.batch import Process
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.evaluate.aspects import detectors_for, measured_categories, resolve
@@ -317,8 +317,8 @@ class Evaluation:
             }
 
     async def _process(self, tool: str, question: str = "") -> tuple[Process, str]:
-        """``assess`` answers the round's own question (its sub-aspect's, seed 004 §4.2; the
-        user's query when the plan gave none); a card's scorer has no question."""
+        """``assess`` answers the round's own question (its sub-aspect's, Evaluation Agent
+        §4.2; the user's query when the plan gave none); a card's scorer has no question."""
         key = f"{tool}\0{question}" if tool == "assess" else tool
         if key not in self._processes:
             if tool == "assess":

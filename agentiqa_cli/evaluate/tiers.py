@@ -1,4 +1,4 @@
-"""Five tiers on the 1–5 scale (seed 004 App. B), or cut points from a score density.
+"""Five tiers on the 1–5 scale (Evaluation Agent App. B), or cut points from a score density.
 
 Tiers are half-open: a mean of exactly 3.5 is High. The default cut points are fixed
 (1.5, 2.5, 3.5, 4.5). The paper instead scores many samples with the dimension's tool and
@@ -119,7 +119,7 @@ def density_quantiles(values: list[float], grid: int = 4096) -> tuple[float, flo
     would make the plain quantiles collide. The bandwidth is Silverman's rule on the most
     robust of the spreads (σ, IQR/1.34, 1.4826·MAD): a collection of two modes (clean and
     damaged images) is not smoothed into one."""
-    from scipy.stats import gaussian_kde
+    from scipy.stats import gaussian_kde  # here, not at import: scipy.stats costs ~1 s
 
     x = np.asarray(values, dtype=float)
     sd = float(x.std(ddof=1))

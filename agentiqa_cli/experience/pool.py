@@ -43,7 +43,7 @@ from agentiqa_cli.records import CATEGORIES, Category, Mode
 
 FORMAT = "agentiqa-experience"
 VERSION = 2  # 2: keys by degradation set, learnt pattern profiles
-EVOLVE_BATCH = 25  # seed 002: B new records for a key trigger a refit
+EVOLVE_BATCH = 25  # EvoIR-Agent: B new records for a key trigger a refit
 
 Key = tuple[str, str]  # (mode, degradation set)
 SET_SEP = "+"

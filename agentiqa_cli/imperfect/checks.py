@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.imperfect.corrupt import ANCHORS, OVERLAY_SCALES, anchor_box
 from agentiqa_cli.imperfect.records import (
     FIXABLE,
@@ -41,12 +42,13 @@ from agentiqa_cli.imperfect.records import (
     Lum,
 )
 from agentiqa_cli.records import Box
+from agentiqa_cli.tools.detectors import noise as noise_sigma
 
 Array = NDArray[np.float32]
 NEEDS_VLM: tuple[str, ...] = ("rotation", "flip", "watermark")
 FIXABLE_TYPES = FIXABLE
 
-# thresholds (measured on the bundled photos and Debian's wallpapers; README "Imperfections")
+# thresholds (measured on the bundled photos and Debian's wallpapers; docs/guides.md)
 BORDER_STD, BORDER_TOL, BORDER_MIN = 0.012, 0.02, 0.015  # flat row std, colour drift, share
 SEAM_RATIO, SEAM_SHARE = 4.0, 0.35  # step / nearby steps; share of the seam that steps
 SEAM_UNIQUE = 0.6  # no other full line of a collage steps on this share (a grid does)
@@ -55,7 +57,7 @@ OVERLAY_MIN_SIDE = 0.2  # and on every inner side at least this share
 OVERLAY_BEYOND = 0.35  # at most this share on the same lines beyond the box
 DARK_TOP, BRIGHT_CLIP, BRIGHT_MEDIAN = 0.55, 0.3, 0.65
 COMB_MIN = 0.2  # empty levels inside the histogram (a gain of 1.25 or more)
-BRIGHT_FACTOR = 0.6  # seed 003's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
+BRIGHT_FACTOR = 0.6  # V-QPP-Bench's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
 EDGE_MIN = 0.32  # edge steepness below clean photos' (0.39+ measured)
 NOISE_MAX = 0.03  # the noise detector's sigma beyond clean photos'
 MOIRE_PEAK = 400.0
@@ -363,8 +365,6 @@ def histogram_comb(x: Array) -> float:
 
 
 def _loaded(x: Array) -> object:
-    from agentiqa_cli.imaging.load import LoadedImage
-
     return LoadedImage(path=Path("<array>"), pixels=x, sha256="")
 
 
@@ -402,8 +402,6 @@ def blur(x: Array) -> Imperfection | None:
 
 
 def noise(x: Array) -> Imperfection | None:
-    from agentiqa_cli.tools.detectors import noise as noise_sigma
-
     s = noise_sigma(_loaded(x))  # type: ignore[arg-type]
     if s <= NOISE_MAX:
         return None

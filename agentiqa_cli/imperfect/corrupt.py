@@ -1,4 +1,4 @@
-"""The ten V-QPP corruptions of seed 003 (Table 1, App. A.1) with the paper's levels, and
+"""The ten V-QPP corruptions of V-QPP-Bench (Table 1, App. A.1) with the paper's levels, and
 the oracle operations that undo each one.
 
 ``corrupt(kind, clean, others, rng)`` returns the imperfect image, the oracle operations
@@ -47,7 +47,7 @@ KINDS: tuple[str, ...] = (
     "overlay",
     "watermark",
     "recapture",
-    "borders",  # ours, not seed 003's: letterbox / pillarbox bands
+    "borders",  # ours, not V-QPP-Bench's: letterbox / pillarbox bands
 )
 LEVELS: dict[str, tuple[Any, ...]] = {
     "rotation": (90, 180, 270),
@@ -73,7 +73,7 @@ OTHERS_NEEDED = {"expand": 3, "overlay": 1, "recapture": 1}
 
 def anchor_box(loc: str, f: float, w: int, h: int) -> tuple[int, int, int, int]:
     """The pixel box (left, top, right, bottom) of an f·W × f·H rectangle at a corner or
-    the centre: where seed 003 pastes overlays, and where the overlay check looks."""
+    the centre: where V-QPP-Bench pastes overlays, and where the overlay check looks."""
     bw, bh = round(f * w), round(f * h)
     left = {"TL": 0, "BL": 0, "TR": w - bw, "BR": w - bw}.get(loc, (w - bw) // 2)
     top = {"TL": 0, "TR": 0, "BL": h - bh, "BR": h - bh}.get(loc, (h - bh) // 2)

@@ -25,6 +25,7 @@ from agentiqa_cli.errors import ConfigError, ToolUnavailableError
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import ToolScore
 from agentiqa_cli.tools.cards import CardSet, ToolCard
+from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.extras import installed, missing_extra, require_torch
 from agentiqa_cli.tools.native import BUILTIN_FR, NATIVE
 
@@ -33,6 +34,7 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         if not installed("torch"):  # the core install: no torch, nothing but the CPU
             return "cpu"
+        # optional extra: torch ([pyiqa])
         try:
             import torch
 
@@ -98,8 +100,6 @@ class ToolRunner:
                 )
             return own.fn
         if card.backend == "builtin":
-            from agentiqa_cli.tools.detectors import DETECTORS
-
             try:
                 return DETECTORS[card.metric]
             except KeyError:
@@ -159,6 +159,7 @@ class ToolRunner:
     def _run_pyiqa(
         self, card: ToolCard, metric: Any, image: LoadedImage, ref: LoadedImage | None
     ) -> float:
+        # optional extra: torch ([pyiqa])
         import torch
 
         x = image.tensor(self.device)
@@ -244,6 +245,7 @@ _STDOUT = _StdoutRouter()
 
 def build_pyiqa_metric(card: ToolCard, device: str) -> Any:
     """Create the pyiqa metric and check the card agrees with pyiqa on direction."""
+    # optional extra: pyiqa ([pyiqa])
     try:
         import pyiqa
     except ImportError as e:  # pragma: no cover - _build checks the extra first

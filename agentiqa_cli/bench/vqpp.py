@@ -1,4 +1,4 @@
-"""`eval-bench vqpp`: seed 003's V-QPP benchmark over a folder of clean images.
+"""`eval-bench vqpp`: the V-QPP-Bench benchmark over a folder of clean images.
 
 Every clean image yields the original plus the ten corruptions, each with a parameter drawn
 from the paper's levels by a generator seeded with (seed, image, kind), so one item never
@@ -6,7 +6,7 @@ depends on which others are built. The configured backend (rules, a scripted mod
 served VLM) decides each image's operations as `agentiqa fix` does, and per kind:
 
 - tool-selection accuracy (TSA): the chosen tools include every oracle tool type; for the
-  original and crop, only when nothing is chosen (seed 003 §4.3);
+  original and crop, only when nothing is chosen (V-QPP-Bench §4.3);
 - parameter score (PS): exact degrees/direction for rotate/flip, exp(-0.5·|φ-φ*|) for lum,
   the IoU of the box for crop/fill, 0 for a wrong selection; none for deblur/denoise;
 - false fixes: originals given any operation; false findings: originals with any fixable
@@ -25,10 +25,12 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentiqa_cli.agent.roles import Asker
+from agentiqa_cli.asking.asker import Asker, images_of
 from agentiqa_cli.batch import Pair
-from agentiqa_cli.bench.synth import item_rng
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS, Job
+from agentiqa_cli.imaging.distort import item_rng
+from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.imperfect.corrupt import KINDS, OTHERS_NEEDED, corrupt
 from agentiqa_cli.imperfect.records import (
     _OPERATIONS,
@@ -41,6 +43,7 @@ from agentiqa_cli.imperfect.records import (
     Rotate,
     describe,
 )
+from agentiqa_cli.imperfect.roles import decide
 from agentiqa_cli.io.guard import whole_file
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import FixOutcome, Result
@@ -80,8 +83,6 @@ def build(
 ) -> list[VqppItem]:
     """Write the originals and their corruptions as PNG under ``out_dir`` with
     ``manifest.jsonl``; returns the items. ``limit``: the first N clean images (by name)."""
-    from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS
-    from agentiqa_cli.imaging.load import load_image
 
     sources = sorted(
         p for p in Path(clean_dir).iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
@@ -136,9 +137,6 @@ async def decide_all(
 ) -> tuple[dict[str, list[Operation] | None], dict[str, list[str]]]:
     """Each item's operations (None: the decision failed or was refused) and findings, by
     the Runtime's batch (decoding, concurrency, error rows, trace) and ``asker``."""
-    from agentiqa_cli.agent.roles import images_of
-    from agentiqa_cli.imaging.discover import Job
-    from agentiqa_cli.imperfect.roles import decide
 
     chosen: dict[str, list[Operation] | None] = {it.image: None for it in items}
     found: dict[str, list[str]] = {}

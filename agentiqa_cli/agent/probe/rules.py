@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 from scipy import ndimage
 
-from agentiqa_cli.agent.crops import CropBook, subject_overlap
-from agentiqa_cli.agent.probe_records import (
+from agentiqa_cli.agent.probe.crops import CropBook, subject_overlap
+from agentiqa_cli.agent.probe.records import (
     ELSEWHERE_WEIGHT,
     MAX_BOXES,
     MAX_TURNS,
@@ -62,7 +62,7 @@ from agentiqa_cli.agent.probe_records import (
     SubjectRecord,
     TurnRecord,
 )
-from agentiqa_cli.agent.probe_scan import (
+from agentiqa_cli.agent.probe.scan import (
     F32,
     LOCAL_DETECTORS,
     PxBox,
