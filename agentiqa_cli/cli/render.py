@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -243,8 +244,22 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
     return table
 
 
+def _finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float as None: JSON has no such numbers, and
+    ``json.dumps`` would write ``NaN``/``-Infinity``, which strict parsers (jq, JavaScript's
+    JSON.parse) refuse."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def print_json(obj: Any) -> None:
-    print_text(json.dumps(obj, indent=2, default=str) + "\n")
+    """Every ``--json`` output: strict JSON (non-finite numbers become null)."""
+    print_text(json.dumps(_finite(obj), indent=2, default=str, allow_nan=False) + "\n")
 
 
 def print_text(text: str) -> None:
