@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -124,6 +126,31 @@ def set_quiet(on: bool) -> None:
     ``warn`` and ``Reporter`` read it (one flag, not one per call)."""
     _mode["quiet"] = on
     out.quiet = on  # rich prints nothing; print_json writes past it on purpose
+    _quiet_third_parties(on)
+
+
+_SAVED_FILTERS: list[warnings.catch_warnings] = []  # the filters before -q, to put back
+
+
+def _quiet_third_parties(on: bool) -> None:
+    """Under ``-q`` the libraries stay quiet too: Python warnings (numpy's RuntimeWarning,
+    torch's UserWarning), log records below ERROR (Ray, pyiqa, httpx) and what pyiqa prints
+    while it builds a metric; turned back on as they were when ``-q`` is off."""
+    if on == bool(_SAVED_FILTERS):
+        return  # already so
+    # start-up time: the runner loads numpy and the detectors, which report or plan never need
+    from agentiqa_cli.tools.runner import quiet_builds
+
+    if on:
+        saved = warnings.catch_warnings()
+        saved.__enter__()  # remembers the filters; __exit__ puts them back
+        _SAVED_FILTERS.append(saved)
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)
+    else:
+        _SAVED_FILTERS.pop().__exit__(None, None, None)
+        logging.disable(logging.NOTSET)
+    quiet_builds(on)
 
 
 def quiet() -> bool:
