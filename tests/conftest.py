@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
