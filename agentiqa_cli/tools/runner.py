@@ -13,6 +13,7 @@ meanwhile, and two overlapping builds can leave stdout pointing at stderr for go
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
 import time
@@ -186,6 +187,23 @@ class ToolRunner:
             return False, str(e)
 
 
+class _Discard(io.StringIO):
+    """Where a metric's build prints go under ``-q`` (download progress is not an error)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+_DISCARD = _Discard()
+_CHATTER = {"on": True}
+
+
+def quiet_builds(on: bool) -> None:
+    """``-q``: what pyiqa prints while a metric is built (download progress) is dropped
+    instead of going to stderr."""
+    _CHATTER["on"] = not on
+
+
 class _Routed:
     """What ``sys.stdout`` is while metrics are built: threads that are building one write
     to stderr, every other thread to the stream it replaced."""
@@ -195,7 +213,9 @@ class _Routed:
         self._builders = builders
 
     def _stream(self) -> TextIO:
-        return sys.stderr if threading.get_ident() in self._builders else self.target
+        if threading.get_ident() not in self._builders:
+            return self.target
+        return sys.stderr if _CHATTER["on"] else _DISCARD
 
     def write(self, text: str) -> int:
         return self._stream().write(text)
