@@ -65,35 +65,46 @@ def _binomial(a: F32) -> F32:
     return (r[:-4] + r[4:]) * 0.0625 + (r[1:-3] + r[3:-1]) * 0.25 + r[2:-2] * 0.375
 
 
-def _bands(g: F32) -> list[F32]:
-    """Per-tile energies of five octave bands of ``g`` (8-bit code units), finest first: a
-    Laplacian pyramid (Burt & Adelson 1983: binomial low-pass, then halving), each level's
-    band read over the same tiles (32 px of the full plane, half that on each coarser level)."""
+def _laplacian(g: F32, levels: int) -> tuple[list[F32], F32]:
+    """``levels`` octave bands of ``g``, finest first, and the low-pass left after them: a
+    Laplacian pyramid (Burt & Adelson 1983: binomial low-pass, then halving)."""
+    out, cur = [], g
+    for _ in range(levels):
+        low = _binomial(cur)
+        out.append(cur - low)
+        cur = low[::2, ::2]
+    return out, cur
+
+
+def _bands(g: F32, levels: int = LEVELS, bands: list[F32] | None = None) -> list[F32]:
+    """Per-tile energies of the octave bands of ``g`` (8-bit code units), finest first, each
+    level's band read over the same tiles (32 px of the full plane, half that on each coarser
+    level); ``bands``: the pyramid's bands when already made."""
     # a small image gets smaller tiles (16 px at least: one sample on the coarsest level)
     t = max(16, min(TILE, min(g.shape) // 16 * 16))
     ny, nx = max(1, g.shape[0] // t), max(1, g.shape[1] // t)
-    out, cur = [], g
-    for k in range(LEVELS):
-        low = _binomial(cur)
-        out.append(_tiles(cur - low, t >> k, ny, nx))
-        cur = low[::2, ::2]
-    return out
+    planes = bands if bands is not None else _laplacian(g, levels)[0]
+    return [_tiles(b, t >> k, ny, nx) for k, b in enumerate(planes[:levels])]
 
 
-def octave_slopes(g: F32) -> list[float]:
-    """The fall of energy from each octave band of the whole plane ``g`` to the next coarser
-    one (log2; a Laplacian pyramid, ``OCTAVES`` bands). A natural photo's spectrum spends
-    about as much energy per octave; a blur or an upscale empties the octaves finer than its
-    size (a long shake reaches the 16-32 px octave), noise fills the finest."""
+def octave_slopes(bands: list[F32], low: F32) -> list[float]:
+    """The fall of energy from each octave band of a whole plane to the next coarser one
+    (log2; ``OCTAVES`` bands: ``bands``, its pyramid's finest, continued from ``low``). A
+    natural photo's spectrum spends about as much energy per octave; a blur or an upscale
+    empties the octaves finer than its size (a long shake reaches the 16-32 px octave),
+    noise fills the finest."""
     e: list[float] = []
-    cur = g
-    for _ in range(OCTAVES):
-        if min(cur.shape) < 8:  # too small for this octave: as flat as the last one read
+    for b in bands:
+        # too small for this octave: as flat as the last one read
+        e.append(e[-1] if min(b.shape) < 8 and e else float(np.mean(b**2)) + OCTAVE_FLOOR)
+    cur = low
+    while len(e) < OCTAVES:
+        if min(cur.shape) < 8:
             e.append(e[-1] if e else 1.0)
             continue
-        low = _binomial(cur)
-        e.append(float(np.mean((cur - low) ** 2)) + OCTAVE_FLOOR)
-        cur = low[::2, ::2]
+        nxt = _binomial(cur)
+        e.append(float(np.mean((cur - nxt) ** 2)) + OCTAVE_FLOOR)
+        cur = nxt[::2, ::2]
     lg = np.log2(np.array(e))
     return [float(v) for v in lg[:-1] - lg[1:]]
 
@@ -103,7 +114,8 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
         # every plane at viewing scale (at most 1024 px on the long side, as sharpness reads):
         # the same photo at half or twice the size reads alike, a 24 MP photo costs little
         view = _detail(image) * np.float32(255.0)
-        ly = _bands(view)
+        pyramid, low = _laplacian(view, LEVELS)
+        ly = _bands(view, bands=pyramid)
         e0, e1, e2, e3, e4 = ly
         coarse = e3 + e4
         order = np.argsort(coarse)
@@ -118,7 +130,7 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
         out["flat_y1"] = float(np.log2(np.median(e1[flat]) + FLOOR))
         # colour-difference planes: chroma noise survives a camera's luma-oriented noise
         # reduction and shows where luma is flat
-        cb, cr = (_bands(c * np.float32(255.0)) for c in _chroma(image))
+        cb, cr = (_bands(c * np.float32(255.0), levels=2) for c in _chroma(image))
         flat_c = np.argsort(ly[3] + ly[4])[: max(1, ly[3].size // 4)]
         for k in (0, 1):
             out[f"flat_c{k}"] = float(np.log2(np.median((cb[k] + cr[k])[flat_c]) + FLOOR))
@@ -127,7 +139,7 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
             out[f"luma_p{p}"] = float(np.percentile(y, p))
         out["clipped"] = float((_sample(image).max(axis=1) >= 254.5 / 255).mean())
         out["black"] = float((y <= 4.5 / 255).mean())
-        for k, v in enumerate(octave_slopes(view)):
+        for k, v in enumerate(octave_slopes(pyramid, low)):
             out[f"octave{k}"] = v
         return out
 

@@ -22,6 +22,7 @@ Working planes, computed once per image and cached on it:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -872,7 +873,17 @@ def dilate(mask: NDArray[np.bool_], iterations: int) -> NDArray[np.bool_]:
     return out
 
 
-DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
+def _read_once(name: str, fn: Callable[[LoadedImage], float]) -> Callable[[LoadedImage], float]:
+    """``fn`` with its reading cached on the image: the camera model reads every signal
+    detector again as its input, after the runner or ``detect_all`` has read it."""
+
+    def read(image: LoadedImage) -> float:
+        return float(_cached(image, f"read:{name}", lambda: fn(image)))
+
+    return functools.update_wrapper(read, fn)
+
+
+_SIGNAL_FNS: dict[str, Callable[[LoadedImage], float]] = {
     "sharpness": sharpness,
     "noise": noise,
     "blockiness": blockiness,
@@ -884,6 +895,9 @@ DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
     "colorcast": colorcast,
     "posterization": posterization,
     "saturation_clip": saturation_clip,
+}
+DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
+    name: _read_once(name, fn) for name, fn in _SIGNAL_FNS.items()
 }
 
 
