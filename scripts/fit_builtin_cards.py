@@ -4,9 +4,9 @@ Procedure (deterministic; see agentiqa_cli/bench/builtin_fit.py for the pseudo-M
   1. the fit set: the photos bundled with scikit-image (bench.synth.PHOTOS) and the clean
      Debian wallpapers of scripts/fitset.yaml (photos and graphics, none of them in the
      realset, which stays held out for `make quality`), all at 512 px on the long side;
-  2. distort each with every kind of bench.synth at levels 1-5, seed 0; the clean camera
-     JPEGs of the fit set's camera series (q75 and q80-95: bench/camera.py) join as clean
-     images, so a camera's own save reads clean;
+  2. distort each with every kind of bench.synth at levels 1-5, seed 0 (``--camera-clean``:
+     the clean camera JPEGs of the fit set's camera series, q75 and q80-95, join as clean
+     images; tried for blockiness, it stopped naming a q15 JPEG, so the cards do not use it);
   3. read every built-in detector on every image,
      and built-in full-reference measure (``detail``: each image against its clean one);
   4. per detector, fit the logistic of tools.logistic with its linear term fixed at 0 (a
@@ -103,6 +103,11 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "fitset")
     ap.add_argument("--skimage-only", action="store_true", help="the scikit-image photos only")
     ap.add_argument("--dry-run", action="store_true", help="print the fits, write nothing")
+    ap.add_argument(
+        "--camera-clean",
+        action="store_true",
+        help="the fit set's clean camera JPEGs (q75, q80-95) join the clean images",
+    )
     ap.add_argument("--only", default="", help="refit only these detectors' cards (comma list)")
     args = ap.parse_args()
     only = [n for n in args.only.split(",") if n]
@@ -126,7 +131,7 @@ def main() -> int:
         wallpapers = len(records)
     work = args.cache / ("synth-skimage" if args.skimage_only else "synth")
     items = synth_items(clean, work)
-    cameras = [] if args.skimage_only else camera_clean(args.cache)
+    cameras = camera_clean(args.cache) if args.camera_clean and not args.skimage_only else []
     items += cameras
     readings = read_items(items, only or None)
     for name, kinds in TARGETS.items():

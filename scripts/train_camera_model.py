@@ -149,12 +149,12 @@ def main() -> int:
     )
     ap.add_argument("--fitset", type=Path, default=ROOT / ".cache" / "fitset")
     ap.add_argument("--out", type=Path, default=MODEL_PATH)
-    ap.add_argument("--hidden", type=int, default=40)
-    ap.add_argument("--l2", type=float, default=1e-3)
+    ap.add_argument("--hidden", type=int, default=16)
+    ap.add_argument("--l2", type=float, default=3e-3)
     ap.add_argument(
-        "--shared",
+        "--separate",
         action="store_true",
-        help="every head reads every hidden unit (default: each head its own share)",
+        help="each head reads only its own share of the hidden units (default: all of them)",
     )
     ap.add_argument(
         "--cards", type=Path, default=ROOT / "tool_cards", help="write the heads' card curves here"
@@ -175,9 +175,9 @@ def main() -> int:
     pred = np.zeros_like(y)
     for k in range(5):
         tr = f_of != k
-        net = fit_network(x[tr], y[tr], w[tr], args.hidden, args.l2, k, not args.shared)
+        net = fit_network(x[tr], y[tr], w[tr], args.hidden, args.l2, k, args.separate)
         pred[~tr] = net.predict(x[~tr])
-    net = fit_network(x, y, w, args.hidden, args.l2, 0, not args.shared)
+    net = fit_network(x, y, w, args.hidden, args.l2, 0, args.separate)
     fit = net.predict(x)
     print(f"\n{'head':12s} {'rmse fit':>9s} {'rmse cv':>8s} {'clean<4.6 cv':>13s}")
     for j, h in enumerate(HEADS):

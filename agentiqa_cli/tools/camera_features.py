@@ -14,10 +14,7 @@ reading, these band and colour statistics:
   resolution is lost (an upscale, a defocus, a shake) and rises with noise;
 - in the flattest tiles (a quarter), the finest and the second band's energy of luma and of
   the two colour-difference planes (log): noise where content does not mask it;
-- luma percentiles and the shares of clipped and black pixels: exposure;
-- the fall of energy from each octave of the whole view to the next coarser one (seven
-  octaves, 2 to 256 px): how far up the spectrum a blur or an upscale reaches, which the
-  32 px tiles cannot tell for a long shake or a 4-6x upscale.
+- luma percentiles and the shares of clipped and black pixels: exposure.
 
 Every plane is read at viewing scale, so a 2x or a 24 MP photo reads as its 1024 px view;
 below that the statistics follow the pixel grid: the model learns what a reading means on
@@ -44,11 +41,8 @@ BAND_FEATURES: tuple[str, ...] = (
     "fine0_p90", "fine1_p90", "fine2_p90", "fine0_p50", "fine1_p50", "fine2_p50",
     "flat_y0", "flat_y1", "flat_c0", "flat_c1",
     "luma_p1", "luma_p5", "luma_p50", "luma_p95", "luma_p99", "clipped", "black",
-    "octave0", "octave1", "octave2", "octave3", "octave4", "octave5",
 )  # fmt: skip
-OCTAVES = 7  # global octave bands read (the finest, 2-4 px, to the coarsest, 128-256 px)
-# the floor added to a global band's mean energy (8-bit code values squared)
-OCTAVE_FLOOR = 0.01
+
 FEATURES: tuple[str, ...] = DETECTOR_FEATURES + BAND_FEATURES
 
 
@@ -87,34 +81,12 @@ def _bands(g: F32, levels: int = LEVELS, bands: list[F32] | None = None) -> list
     return [_tiles(b, t >> k, ny, nx) for k, b in enumerate(planes[:levels])]
 
 
-def octave_slopes(bands: list[F32], low: F32) -> list[float]:
-    """The fall of energy from each octave band of a whole plane to the next coarser one
-    (log2; ``OCTAVES`` bands: ``bands``, its pyramid's finest, continued from ``low``). A
-    natural photo's spectrum spends about as much energy per octave; a blur or an upscale
-    empties the octaves finer than its size (a long shake reaches the 16-32 px octave),
-    noise fills the finest."""
-    e: list[float] = []
-    for b in bands:
-        # too small for this octave: as flat as the last one read
-        e.append(e[-1] if min(b.shape) < 8 and e else float(np.mean(b**2)) + OCTAVE_FLOOR)
-    cur = low
-    while len(e) < OCTAVES:
-        if min(cur.shape) < 8:
-            e.append(e[-1] if e else 1.0)
-            continue
-        nxt = _binomial(cur)
-        e.append(float(np.mean((cur - nxt) ** 2)) + OCTAVE_FLOOR)
-        cur = nxt[::2, ::2]
-    lg = np.log2(np.array(e))
-    return [float(v) for v in lg[:-1] - lg[1:]]
-
-
 def band_statistics(image: LoadedImage) -> dict[str, float]:
     def make() -> dict[str, float]:
         # every plane at viewing scale (at most 1024 px on the long side, as sharpness reads):
         # the same photo at half or twice the size reads alike, a 24 MP photo costs little
         view = _detail(image) * np.float32(255.0)
-        pyramid, low = _laplacian(view, LEVELS)
+        pyramid, _ = _laplacian(view, LEVELS)
         ly = _bands(view, bands=pyramid)
         e0, e1, e2, e3, e4 = ly
         coarse = e3 + e4
@@ -139,8 +111,6 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
             out[f"luma_p{p}"] = float(np.percentile(y, p))
         out["clipped"] = float((_sample(image).max(axis=1) >= 254.5 / 255).mean())
         out["black"] = float((y <= 4.5 / 255).mean())
-        for k, v in enumerate(octave_slopes(pyramid, low)):
-            out[f"octave{k}"] = v
         return out
 
     return _cached(image, "cam:bands", make)

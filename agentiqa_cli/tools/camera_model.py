@@ -8,9 +8,8 @@ each a built-in detector of its own (``camera_<head>``, a tool card each). It is
 ``scripts/train_camera_model.py`` (``make camera-model``) on the project's fit set only, on
 the CPU in about a minute; its weights ship as JSON beside the cards (a few kB).
 
-One hidden layer of tanh units, each head reading its own share of them (one small network
-per head, fitted at once: a head that is hard to fit cannot take another's units), outputs
-``1 + 4 · sigmoid``; inputs standardized with the training set's mean and spread, clipped
+One hidden layer of tanh units (``fit_network(separate=True)`` gives each head its own share
+of them), outputs ``1 + 4 · sigmoid``; inputs standardized with the training set's mean and spread, clipped
 to ±3 spreads. Fitted by L-BFGS on a weighted squared error with an L2
 penalty (scipy), from a fixed seed.
 """
