@@ -617,12 +617,10 @@ def test_subject_is_the_sharp_region(bokeh: LoadedImage) -> None:
 def test_sharp_subject_on_blurred_background_gets_no_blur_penalty(bokeh: LoadedImage) -> None:
     out = probe_rules(bokeh)
     assert out.penalty == 0.0 and out.final_score == out.base_score
-    # the rules probe does look at the background: it reads blurred, and the bokeh rule
-    # (not a missed reading) is why it costs nothing
+    # the blurred background reads blurred cell by cell, but it runs on around the subject:
+    # depth of field, not a local defect (a soft patch inside sharp content is one, below)
     _limits(out)
-    seen = [c for c in out.crops if c.status == "Degraded"]
-    assert seen and all(c.type == "blur" for c in seen)
-    assert all(not c.on_subject and "bokeh rule" in str(c.note) for c in seen)
+    assert not [c for c in out.crops if c.type == "blur" and c.status == "Degraded"]
     # the VLM version: a model that calls the background blurred is overruled by the code
     final = verdicts(("Degraded", "blur", 1.0), ("Degraded", "blur", 0.5))
     asker = Scripted(lambda v: crop_reply([0.0, 0.0, 0.3, 0.3], [0.4, 0.4, 0.6, 0.6]), final)

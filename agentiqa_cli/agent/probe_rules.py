@@ -8,13 +8,15 @@
    percentile, since a shallow depth of field can blur most of the frame), visibly so in
    absolute luma (each detector's gate, below), and worse than the whole image reads
    (what the global view saw is in the base score already and is not charged twice).
-3. Connected suspect cells form one candidate (blur cells only within one scan tile, and
-   two at least); candidates are ranked worst first and taken three per turn. The crop is
-   the candidate's cells grown by an eighth of its size per side, and at least one cell: a
-   defect fills the cells that fire, so one cell of growth covers its partly filled border
-   (and gives the context Q-Probe's Table 4 found essential: SRCC 0.728 with context vs
-   0.510 for defect-only crops). A blur candidate is a wide soft area: an eighth only, so
-   a crop of the background beside the subject does not reach into it.
+3. Connected suspect cells form one candidate; a blur candidate must also be local (two
+   cells at least, its bounding box at most half the cells along each axis, and 80% of
+   the ring of cells around that box within 1 of the sharp end): a soft area that runs on
+   into more soft area (a shallow depth of field, sky, mist) is the picture's, and is left
+   to the global view and, with a VLM, to the bokeh rule. Candidates are ranked worst first
+   and taken three per turn. The crop is the candidate's cells grown by an eighth of its
+   size per side, and at least one cell: a defect fills the cells that fire, so one cell
+   of growth covers its partly filled border (and gives the context Q-Probe's Table 4
+   found essential: SRCC 0.728 with context vs 0.510 for defect-only crops).
 4. Each crop is judged by the detectors that fired, read on the cells they fired on (the
    growth is context, not something to dilute the reading with): penalty by severity
    (slight 0.25, moderate 0.5, severe 1.0, extreme 1.5) × 1.0 on the subject, 0.5
@@ -59,6 +61,7 @@ from statistics import fmean
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import ndimage
 
 from agentiqa_cli.agent.crops import CropBook, subject_overlap
@@ -129,19 +132,24 @@ class CellRule:
     # image is like; for blur the sharp end, what is in focus, since a shallow depth of
     # field can blur most of the frame)
     reference: float = 50.0
-    # suspect cells join into one candidate only within one scan tile: a blurred
-    # background surrounds the subject, and one crop around all of it would hold the subject
-    per_tile: bool = False
+    # a local defect only where the cells around the candidate are fine: at least this
+    # share of them reads within ``ENCLOSED_MARGIN`` of the reference (0: no such test).
+    # A soft area that runs on into more soft area (a shallow depth of field, sky, mist)
+    # is the picture's and left to the global view; a soft patch in sharp content is not
+    enclosed: float = 0.0
     # a candidate needs this many suspect cells (a single soft cell is often just a
     # smooth part of a photo: a petal, a cheek, a soft shadow)
     min_cells: int = 1
+
+
+ENCLOSED_MARGIN = 1.0
 
 
 CELL_RULES: dict[str, CellRule] = {
     "pixelation": CellRule("moderate", 1.0, mosaic_like),
     "blockiness": CellRule("extreme", 1.5, lambda g: grid_excess(g) >= 1 / 255),
     "noise": CellRule("moderate", 1.0, white_noise_like),
-    "sharpness": CellRule("severe", 2.0, structured, reference=90.0, per_tile=True, min_cells=2),
+    "sharpness": CellRule("severe", 2.0, structured, reference=90.0, enclosed=0.8, min_cells=2),
     "posterization": CellRule("moderate", 1.0, false_contours, rgb=True, context=1),
 }
 
@@ -178,17 +186,15 @@ def _suspects(image: LoadedImage, cards: CardSet, glob: dict[str, Reading]) -> l
             m = rule.context * side
             if rule.gate(plane[max(0, y - m) : y + side + m, max(0, x - m) : x + side + m]):
                 hits[name][i, j] = True
-    # each tile a label of its own: per-tile detectors' cells join only within a tile
-    tile_of = np.add.outer([y // grid.tile for y in ys], [x // grid.tile * 1000 for x in xs])
     out: list[Candidate] = []
-    for per_tile in (False, True):
-        group = [n for n in names if CELL_RULES[n].per_tile == per_tile]
+    for enclosed in (False, True):
+        group = [n for n in names if (CELL_RULES[n].enclosed > 0) == enclosed]
         if not group:
             continue
         suspect = np.logical_or.reduce([hits[n] for n in group])
         labels, _ = ndimage.label(suspect, structure=np.ones((3, 3), dtype=bool))
-        if per_tile:
-            labels = np.where(suspect, labels * 1_000_000 + tile_of + 1, 0)
+        if enclosed:
+            labels = _enclosed_only(labels, group, norms)
         least = max((CELL_RULES[n].min_cells for n in group), default=1)
         for k in np.unique(labels[labels > 0]).tolist():
             rows, cols = np.nonzero(labels == k)
@@ -222,8 +228,34 @@ def _suspects(image: LoadedImage, cards: CardSet, glob: dict[str, Reading]) -> l
     return out
 
 
+def _enclosed_only(
+    labels: NDArray[np.int_], group: list[str], norms: dict[str, NDArray[np.float64]]
+) -> NDArray[np.int_]:
+    """``labels`` without the components that are not local defects for any detector of
+    ``group``: a component's bounding box must span at most half the cells along each
+    axis, and the ring of cells around that box be fine enough (``CellRule.enclosed``)."""
+    out = labels.copy()
+    rows, cols = labels.shape
+    for k in range(1, int(labels.max()) + 1):
+        rr, cc = np.nonzero(labels == k)
+        r0, r1, c0, c1 = int(rr.min()), int(rr.max()) + 1, int(cc.min()), int(cc.max()) + 1
+        ring = np.zeros(labels.shape, dtype=bool)
+        ring[max(0, r0 - 1) : r1 + 1, max(0, c0 - 1) : c1 + 1] = True
+        ring[r0:r1, c0:c1] = False
+        keep = False
+        if 2 * (r1 - r0) <= rows and 2 * (c1 - c0) <= cols and ring.any():
+            for name in group:
+                rule, n = CELL_RULES[name], norms[name]
+                ref = float(np.nanpercentile(n, rule.reference))
+                fine = np.nan_to_num(n[ring], nan=-np.inf) >= ref - ENCLOSED_MARGIN
+                keep |= bool(fine.mean() >= rule.enclosed)
+        if not keep:
+            out[labels == k] = 0
+    return out
+
+
 def _grow(px: PxBox, cell: int, w: int, h: int) -> PxBox:
-    """An eighth of the box per side and at least ``cell`` (0: no minimum)."""
+    """An eighth of the box per side and at least ``cell``."""
     x0, y0, x1, y1 = px
     gx = max(cell, math.ceil(0.125 * (x1 - x0)))
     gy = max(cell, math.ceil(0.125 * (y1 - y0)))
@@ -310,11 +342,7 @@ def probe_rules(
         rec = TurnRecord(turn=turn, action="crop", tentative_score=round(base, 3))
         taken, queue = queue[:MAX_BOXES], queue[MAX_BOXES:]
         for cand in taken:
-            # a per-tile (blur) candidate is a wide soft area, not a patch partly filling its
-            # border cells: an eighth of context, so a crop of the background beside the
-            # subject does not reach into it (the bokeh rule reads the crop's overlap)
-            least = 0 if all(CELL_RULES[n].per_tile for n in cand.detectors) else cell
-            box = Box.of_pixels(*_grow(cand.cells, least, w, h), w, h)
+            box = Box.of_pixels(*_grow(cand.cells, cell, w, h), w, h)
             rec.requested.append(box.as_list())
             crop, why = book.add_box(box, turn)
             if crop is None:
