@@ -1,4 +1,4 @@
-"""`eval-bench vqpp`: seed 003's V-QPP benchmark over a folder of clean images.
+"""`eval-bench vqpp`: V-QPP-Bench's V-QPP benchmark over a folder of clean images.
 
 Every clean image yields the original plus the ten corruptions, each with a parameter drawn
 from the paper's levels by a generator seeded with (seed, image, kind), so one item never
@@ -6,7 +6,7 @@ depends on which others are built. The configured backend (rules, a scripted mod
 served VLM) decides each image's operations as `agentiqa fix` does, and per kind:
 
 - tool-selection accuracy (TSA): the chosen tools include every oracle tool type; for the
-  original and crop, only when nothing is chosen (seed 003 §4.3);
+  original and crop, only when nothing is chosen (V-QPP-Bench §4.3);
 - parameter score (PS): exact degrees/direction for rotate/flip, exp(-0.5·|φ-φ*|) for lum,
   the IoU of the box for crop/fill, 0 for a wrong selection; none for deblur/denoise;
 - false fixes: originals given any operation; false findings: originals with any fixable
@@ -65,7 +65,7 @@ class VqppItem(BaseModel):
     kind: str
     param: str = ""
     oracle: list[Operation] = Field(default_factory=list)
-    # the question asked with this image: for expand and recapture, seed 003 App. A.1's
+    # the question asked with this image: for expand and recapture, V-QPP-Bench App. A.1's
     # reformulation naming where the target is; empty: the run's query
     query: str = ""
     jpeg: int | None = None  # the random generator's re-save quality

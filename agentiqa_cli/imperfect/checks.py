@@ -66,7 +66,7 @@ DARK_TOP = 0.55  # the brightest 0.1% below this: under-exposed
 # over-exposed: this share of the pixels clipped (a channel at BRIGHT_LEVEL or above) and
 # the median luma at least BRIGHT_MEDIAN (fit set: clean photos clip up to 30%)
 BRIGHT_LEVEL, BRIGHT_CLIP, BRIGHT_MEDIAN = 0.97, 0.35, 0.5
-BRIGHT_FACTOR = 0.6  # seed 003's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
+BRIGHT_FACTOR = 0.6  # V-QPP-Bench's over-exposures (1.5, 1.75) are undone by 0.67 / 0.57
 EDGE_MIN = 0.32  # edge steepness below clean photos' (0.39+ measured)
 NOISE_MAX = 0.03  # the noise detector's sigma beyond clean photos'
 MOIRE_PEAK = 400.0

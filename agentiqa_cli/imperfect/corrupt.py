@@ -1,4 +1,4 @@
-"""The ten V-QPP corruptions of seed 003 (Table 1, App. A.1) with the paper's levels, and
+"""The ten V-QPP corruptions of V-QPP-Bench (Table 1, App. A.1) with the paper's levels, and
 the oracle operations that undo each one.
 
 ``corrupt(kind, clean, others, rng)`` returns the imperfect image, the oracle operations
@@ -54,7 +54,7 @@ KINDS: tuple[str, ...] = (
     "overlay",
     "watermark",
     "recapture",
-    "borders",  # ours, not seed 003's: letterbox / pillarbox bands
+    "borders",  # ours, not V-QPP-Bench's: letterbox / pillarbox bands
 )
 LEVELS: dict[str, tuple[Any, ...]] = {
     "rotation": (90, 180, 270),
@@ -78,7 +78,7 @@ WATERMARK_TEXT = "Sanfrancisco, California"
 OTHERS_NEEDED = {"expand": 3, "overlay": 1, "recapture": 1}
 GENERATORS = ("paper", "random")
 RESAVE_SHARE, RESAVE_QUALITY = 0.75, (60, 95)  # random: this share re-saved at q in range
-# where the screen sits in each recapture template (seed 003 App. A.1 reformulates the
+# where the screen sits in each recapture template (V-QPP-Bench App. A.1 reformulates the
 # query with it: "According to the image on [location], ...")
 SCREEN_PLACES = ("the top-left screen", "the top-right screen", "the central screen",
                  "the bottom-left screen")  # fmt: skip
@@ -93,7 +93,7 @@ def jpeg_quality(rng: np.random.Generator) -> int | None:
 
 
 def located_query(kind: str, param: str, query: str) -> str:
-    """Seed 003 App. A.1's reformulation: expand and recapture name where the target is."""
+    """V-QPP-Bench App. A.1's reformulation: expand and recapture name where the target is."""
     q = query[:1].lower() + query[1:]
     if kind == "expand":
         return f"According to the {QUADRANT_WORDS[param]} part of the image, {q}"
@@ -114,7 +114,7 @@ def random_box(w: int, h: int, rng: np.random.Generator) -> tuple[int, int, int,
 
 def anchor_box(loc: str, f: float, w: int, h: int) -> tuple[int, int, int, int]:
     """The pixel box (left, top, right, bottom) of an f·W × f·H rectangle at a corner or
-    the centre: where seed 003 pastes overlays, and where the overlay check looks."""
+    the centre: where V-QPP-Bench pastes overlays, and where the overlay check looks."""
     bw, bh = round(f * w), round(f * h)
     left = {"TL": 0, "BL": 0, "TR": w - bw, "BR": w - bw}.get(loc, (w - bw) // 2)
     top = {"TL": 0, "TR": 0, "BL": h - bh, "BR": h - bh}.get(loc, (h - bh) // 2)

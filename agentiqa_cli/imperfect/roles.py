@@ -76,7 +76,7 @@ class FixInput(RoleInput):
 
 
 class LocateInput(RoleInput):
-    """The box of ``target`` (seed 003's locate tool, as a role)."""
+    """The box of ``target`` (V-QPP-Bench's locate tool, as a role)."""
 
     role: ClassVar[str] = "locate"
 
@@ -106,7 +106,7 @@ _QUADRANTS: dict[str, Box] = {
 
 def named_quadrant(query: str) -> Box | None:
     """The quadrant a query names ("According to the top-right part of the image, ...":
-    seed 003 App. A.1's reformulation for a collage), or None."""
+    V-QPP-Bench App. A.1's reformulation for a collage), or None."""
     q = re.sub(r"[\s_]+", "-", query.lower())
     found = [box for name, box in _QUADRANTS.items() if name in q]
     return found[0] if len(found) == 1 else None
