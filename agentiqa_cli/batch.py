@@ -152,6 +152,18 @@ def error_result(job: Job, key: str, error: str, seconds: float = 0.0) -> Result
     )
 
 
+@dataclass(frozen=True)
+class RunSink:
+    """Where a run's rows go, handed down once (``Runtime.run`` → engine → ``run_batch``):
+    the trace, the results writer (None: rows are kept in the summary only) and the
+    caller's callbacks for a finished row and for an input whose row was already done."""
+
+    trace: TraceWriter
+    writer: RowWriter | None = None
+    on_result: Callable[[Result], None] | None = None
+    on_skip: Callable[[Job], None] | None = None
+
+
 @dataclass
 class BatchSummary:
     results: list[Result] = field(default_factory=list)
@@ -163,20 +175,20 @@ class BatchSummary:
     def errors(self) -> int:
         return sum(r.status == "error" for r in self.results)
 
-    def deliver(
-        self,
-        job: Job,
-        result: Result,
-        writer: RowWriter | None,
-        on_result: Callable[[Result], None] | None,
-    ) -> None:
+    def deliver(self, job: Job, result: Result, sink: RunSink) -> None:
         """A finished row: written, kept, reported (every engine ends an image here)."""
-        if writer is not None:
-            writer.write(result)
+        if sink.writer is not None:
+            sink.writer.write(result)
         self.results.append(result)
         self.jobs.append(job)
-        if on_result:
-            on_result(result)
+        if sink.on_result:
+            sink.on_result(result)
+
+    def skip(self, job: Job, sink: RunSink) -> None:
+        """An input whose row is already in the results (``--resume``)."""
+        self.skipped += 1
+        if sink.on_skip:
+            sink.on_skip(job)
 
 
 Process = Callable[[Pair], Awaitable[Result]]
@@ -242,11 +254,8 @@ async def run_batch(
     *,
     fingerprint: str,
     decoder: Decoder,
-    writer: RowWriter | None,
-    trace: TraceWriter,
+    sink: RunSink,
     concurrency: int = 4,
-    on_result: Callable[[Result], None] | None = None,
-    on_skip: Callable[[Job], None] | None = None,
     done: Callable[[str, str], bool] | None = None,
     memory_budget: int = MEMORY_BUDGET,
 ) -> BatchSummary:
@@ -258,9 +267,10 @@ async def run_batch(
 
     Only inputs whose row is already in the output (``--resume``: same path, same key)
     are skipped: two files with the same bytes each get their row, in one run or resumed.
-    ``done`` answers that instead of ``writer`` where there is none (a Ray worker).
+    ``done`` answers that instead of the sink's writer where there is none (a Ray worker).
     """
     summary = BatchSummary()
+    writer, trace = sink.writer, sink.trace
     budget = MemoryBudget(memory_budget)
     if done is None and writer is not None:
         done = writer.is_done
@@ -309,9 +319,7 @@ async def run_batch(
                 held.append(cost)
                 opened = await asyncio.to_thread(decode, job, keyed, hashes)
             if opened is None:
-                summary.skipped += 1
-                if on_skip:
-                    on_skip(job)
+                summary.skip(job, sink)
                 return
             image, ref = opened
             pair = Pair(job, image, ref, keyed[0], trace.bind(job.name, keyed[0]), usage)
@@ -338,7 +346,7 @@ async def run_batch(
         if result.status == "error":
             trace.bind(job.name, result.key).emit("error", note=result.error)
         result.seconds = time.perf_counter() - t0
-        summary.deliver(job, result, writer, on_result)
+        summary.deliver(job, result, sink)
 
     async def worker() -> None:
         while True:

@@ -5,9 +5,9 @@ Compression, Noise, Brightness change, Sharpness, Contrast. Each ``CategoryFacts
 what names the category in words (query patterns for the rules planner, words in answer
 options, words in a MOS table's distortion type names) and the hint the rules generator adds
 to a prompt. Each ``Distortion`` is one concrete distortion of a category: its synthetic
-kinds (``bench/synth.py``), the built-in detectors whose readings are its findings
+kinds (``imaging/distort.py``), the built-in detectors whose readings are its findings
 (``tools/severity.py``) and the artefact types a probe files under it
-(``agent/probe_records.py``).
+(``agent/probe/records.py``).
 
 Adding a distortion is one ``Distortion`` entry in ``DISTORTIONS``: its kinds, detector,
 artefacts and any extra query words then reach every reader. The module imports nothing
@@ -61,7 +61,7 @@ class CategoryFacts:
 class Distortion:
     """One distortion of a category and the names other modules know it by.
 
-    ``kinds``: synthetic kinds of ``bench/synth.py``; ``camera_kinds``: of the camera series
+    ``kinds``: synthetic kinds of ``imaging/distort.py``; ``camera_kinds``: of the camera series
     (``bench/camera.py``: damage, then a camera JPEG save); ``detectors``:
     built-in detectors whose readings are findings of it (their tool cards list the category
     first); ``artefacts``: probe artefact types. ``patterns``/``option_words``/``type_words``
@@ -160,7 +160,7 @@ DISTORTIONS: tuple[Distortion, ...] = (
     # an image blown up from a smaller one, or detail its sensor never held: its finest
     # octaves are empty while the coarser ones keep their contrast. Not a blur (no optical
     # spread, and a photographer names it apart); Sharpness is the paper's category for a
-    # loss of fine detail (README, "What the detectors call a defect")
+    # loss of fine detail (docs/tools.md, "What the detectors call a defect")
     Distortion(
         "resolution loss",
         "Sharpness",
@@ -271,7 +271,7 @@ def distortions_of(category: str) -> tuple[Distortion, ...]:
 
 
 def category_of_kind(kind: str) -> Category | None:
-    """The category of a synthetic kind of ``bench/synth.py`` (None for one not listed)."""
+    """The category of a synthetic kind of ``imaging/distort.py`` (None for one not listed)."""
     return KIND_CATEGORY.get(kind)
 
 

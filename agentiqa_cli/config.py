@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
@@ -106,7 +107,6 @@ class Settings(BaseModel):
 
 def redact_url(url: str) -> str:
     """Drop credentials and query strings (``user:pass@``, ``?key=``) from a URL."""
-    from urllib.parse import urlsplit, urlunsplit
 
     if "://" not in url:
         return url

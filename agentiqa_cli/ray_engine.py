@@ -27,12 +27,22 @@ environment provides it) and must see the image files at the same paths.
 from __future__ import annotations
 
 import asyncio
+import logging
 import pickle
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentiqa_cli.batch import BatchSummary, content_hashes, error_result, job_key, run_batch
+from agentiqa_cli.batch import (
+    BatchSummary,
+    Process,
+    RunSink,
+    content_hashes,
+    error_result,
+    job_key,
+    run_batch,
+)
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError, MissingExtraError
 from agentiqa_cli.imaging.discover import Job
@@ -40,11 +50,7 @@ from agentiqa_cli.imaging.load import max_file_bytes
 from agentiqa_cli.io.results import DoneRows
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result, TraceEvent
-
-if TYPE_CHECKING:
-    from agentiqa_cli.io.stream import RowWriter
-    from agentiqa_cli.runtime import Runtime
-
+from agentiqa_cli.runtime import Remote, Runtime
 
 BATCH = 32  # images per Ray task at most (fewer, so that each worker gets 4 batches or more)
 MAX_DEATHS = 2  # workers an image may kill while it runs alone before it gets an error row
@@ -84,11 +90,13 @@ class Attempts:
 
 @dataclass(frozen=True)
 class WorkSpec:
-    """What a worker needs to rebuild the driver's process: its settings and the command's
-    builder (``cli/run.py``: the scorer of the chosen tools, the agent)."""
+    """What a worker needs to rebuild the driver's process: its settings, how the driver
+    builds a Runtime (``wiring.build_runtime``) and the command's builder (``cli/run.py``:
+    the scorer of the chosen tools, the agent)."""
 
     settings: Settings
-    build: Callable[[Runtime], Awaitable[Any]]
+    runtime: Callable[[Settings], Runtime]
+    build: Callable[[Runtime], Awaitable[Process]]
     fingerprint: str
     done: DoneRows  # rows already in the CSV (--resume)
 
@@ -109,12 +117,10 @@ class RayWorker:
     """One Ray actor: a Runtime built once, then batches of jobs through ``run_batch``."""
 
     def __init__(self, spec: WorkSpec, attempts: Any = None):
-        from agentiqa_cli.runtime import Runtime
-
         self.spec = spec
         self.attempts = attempts  # the driver's ``Attempts`` actor (None: not counted)
         self.loop = asyncio.new_event_loop()
-        self.rt = Runtime(spec.settings.model_copy(update={"engine": "local"}))
+        self.rt = spec.runtime(spec.settings.model_copy(update={"engine": "local"}))
         self.loop.run_until_complete(self.rt.__aenter__())
         self.process = self.loop.run_until_complete(spec.build(self.rt))
 
@@ -158,11 +164,9 @@ class RayWorker:
                 self.process,
                 fingerprint=self.spec.fingerprint,
                 decoder=self.rt.decoder,
-                writer=None,
-                trace=trace,
+                sink=RunSink(trace, on_skip=lambda j: skipped.append(index[id(j)])),
                 concurrency=self.spec.settings.concurrency,
                 done=self.spec.done,
-                on_skip=lambda j: skipped.append(index[id(j)]),
             )
         )
         summary.results += ran.results
@@ -221,6 +225,7 @@ def pool_size(resources: dict[str, float], gpus_per_worker: float) -> int:
 
 
 def _ray() -> Any:
+    # optional extra: ray ([ray]); the local engine never imports it
     try:
         import ray
     except ImportError:
@@ -230,22 +235,35 @@ def _ray() -> Any:
     return ray
 
 
-async def run_on_ray(
-    rt: Runtime,
-    jobs: Sequence[Job],
-    spec: WorkSpec,
-    *,
-    trace: TraceWriter,
-    writer: RowWriter | None,
-    on_result: Callable[[Result], None] | None,
-    on_skip: Callable[[Job], None] | None,
-) -> BatchSummary:
-    """Run ``jobs`` on a Ray cluster (``ray_address``, or a local instance); rows and trace
-    events are written here as they stream back."""
-    ray = _ray()
-    return await asyncio.to_thread(
-        _drive, ray, rt.settings, list(jobs), spec, trace, writer, on_result, on_skip
-    )
+class RayEngine:
+    """The ``Engine`` of ``engine: ray`` (``wiring.build_runtime`` chooses it): runs
+    ``jobs`` on a Ray cluster (``ray_address``, or a local instance); rows and trace events
+    are written here as they stream back. ``runtime`` builds each worker's Runtime."""
+
+    def __init__(self, runtime: Callable[[Settings], Runtime]):
+        self.runtime = runtime
+
+    async def __call__(
+        self,
+        rt: Runtime,
+        jobs: Sequence[Job],
+        remote: Remote,
+        *,
+        command: str,
+        sink: RunSink,
+    ) -> BatchSummary:
+        writer = sink.writer
+        spec = WorkSpec(
+            settings=rt.settings,
+            runtime=self.runtime,
+            build=remote,
+            fingerprint=rt.fingerprint(command),
+            done=DoneRows(frozenset(writer.done), tuple(writer.columns))
+            if writer is not None
+            else DoneRows(frozenset(), ()),
+        )
+        ray = _ray()
+        return await asyncio.to_thread(_drive, ray, rt.settings, list(jobs), spec, sink)
 
 
 def _drive(
@@ -253,13 +271,8 @@ def _drive(
     settings: Settings,
     jobs: list[Job],
     spec: WorkSpec,
-    trace: TraceWriter,
-    writer: RowWriter | None,
-    on_result: Callable[[Result], None] | None,
-    on_skip: Callable[[Job], None] | None,
+    sink: RunSink,
 ) -> BatchSummary:
-    import time
-
     t0 = time.perf_counter()
     summary = BatchSummary()
     if not jobs:
@@ -272,7 +285,6 @@ def _drive(
             log_to_driver=False,
             logging_level="ERROR",
         )
-    import logging
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # its INFO lines are not ours
     ctx = ray.data.DataContext.get_current()
@@ -301,26 +313,22 @@ def _drive(
                 continue
             seen.add(i)
             if not row["result"]:
-                summary.skipped += 1
-                if on_skip:
-                    on_skip(jobs[i])
+                summary.skip(jobs[i], sink)
                 continue
             _deliver(summary, jobs[i], Result.model_validate_json(row["result"]),
-                     row["events"], trace, writer, on_result)  # fmt: skip
+                     row["events"], sink)  # fmt: skip
     except Exception as e:  # the cluster gave up on a batch: its images get error rows
         failure = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     for i, job in enumerate(jobs):
         if i in seen:
             continue
         message = f"ray worker failed: {failure or 'no result returned'}"
-        result = _error_row(job, spec, settings, trace, message)
+        result = _error_row(job, spec, settings, sink.trace, message)
         if result is None:
-            summary.skipped += 1
-            if on_skip:
-                on_skip(job)
+            summary.skip(job, sink)
             continue
         result.transient = True
-        _deliver(summary, job, result, [], trace, writer, on_result)
+        _deliver(summary, job, result, [], sink)
     summary.seconds = time.perf_counter() - t0
     return summary
 
@@ -330,10 +338,8 @@ def _deliver(
     job: Job,
     result: Result,
     events: Sequence[str],
-    trace: TraceWriter,
-    writer: RowWriter | None,
-    on_result: Callable[[Result], None] | None,
+    sink: RunSink,
 ) -> None:
     for e in events:
-        trace.emit(TraceEvent.model_validate_json(e))
-    summary.deliver(job, result, writer, on_result)
+        sink.trace.emit(TraceEvent.model_validate_json(e))
+    summary.deliver(job, result, sink)

@@ -29,7 +29,14 @@ SEVERITIES: tuple[Severity, ...] = ("none", *get_args(PresentSeverity))
 EVAL_N_MIN, EVAL_N_MAX = 3, 9
 EVAL_MAX_ASPECTS = 5
 
-# AgenticIQA-Eval's tracks: the component a multiple-choice question tests (seed 000 §4)
+# AgenticIQA-Eval's tracks: the component a multiple-choice question tests (AgenticIQA §4)
+# as many letters as a question file may give options (bench/mcq.py accepts A-Z)
+Letter = Literal[
+    "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M",
+    "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z",
+]  # fmt: skip
+OPTION_LETTERS = "".join(get_args(Letter))  # an interpret reply's alphabet
+
 Track = Literal["planner", "executor-distortion", "executor-tool", "summarizer"]
 
 Mode = Literal["FR", "NR"]
@@ -61,7 +68,7 @@ class Decode:
 
     Validation ignores them; ``agent.schemas.reply_schema`` turns a reply model with these
     annotations into its output schema. ``*_from`` name a value known only at run time
-    (``agent/schemas.py``): ``enum_from`` a string that is one of its values, ``keys_from``
+    (``asking/schemas.py``): ``enum_from`` a string that is one of its values, ``keys_from``
     a mapping with exactly one key per value, ``items_from`` a list with one item per value.
     ``min_items``/``max_items`` bound a list's items or a mapping's keys; ``key_pattern``
     is the regex every key of a mapping matches; ``grid`` turns a number into an enum of
@@ -122,7 +129,7 @@ class Box(BaseModel):
 
     def pixels(self, width: int, height: int) -> tuple[int, int, int, int]:
         """(left, top, right, bottom), right/bottom exclusive, never empty: every pixel the
-        box touches (seed 001 Eq. 9: columns ⌊x1·W⌋..⌈x2·W⌉, rows ⌊y1·H⌋..⌈y2·H⌉)."""
+        box touches (Q-Probe Eq. 9: columns ⌊x1·W⌋..⌈x2·W⌉, rows ⌊y1·H⌋..⌈y2·H⌉)."""
         left = min(width - 1, math.floor(self.x1 * width + _EDGE_SLIP))
         top = min(height - 1, math.floor(self.y1 * height + _EDGE_SLIP))
         right = max(left + 1, min(width, math.ceil(self.x2 * width - _EDGE_SLIP)))
@@ -177,7 +184,7 @@ _ToolName = Annotated[str, Decode(enum_from="tool_names")]
 
 
 class Plan(Record):
-    """The planner's output (seed 000 §3.1, Appendix A.2)."""
+    """The planner's output (AgenticIQA §3.1, Appendix A.2)."""
 
     query_type: Literal["IQA", "Other"]
     query_scope: (

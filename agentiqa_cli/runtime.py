@@ -1,12 +1,15 @@
 """The run's pieces, built once from Settings: cards, tool runner, decoder, prompts, VLM.
 
-Every command goes through one ``Runtime``::
+Every command goes through one ``Runtime``, built by ``wiring.build_runtime``, which
+chooses the engine (local or Ray) and gives it the agent factory::
 
-    async with Runtime(settings) as rt:
+    async with build_runtime(settings) as rt:
         agent = await rt.agent()          # connects and checks the VLM, once
         summary = await rt.run(jobs, agent, command="assess", writer=w, trace=t)
 
-Leaving the block closes the VLM, once. A server that cannot be reached is not a crash:
+The Runtime builds resources only and sits below the features: it imports neither the
+agent, the experience pool nor an engine; what it runs them with is handed to it
+(``AgentFactory``, ``Engine``). Leaving the block closes the VLM, once. A server that cannot be reached is not a crash:
 with ``--vlm-fallback rules`` the run continues on the rules backend; without it every
 image gets a (transient) error row that ``--resume`` tries again.
 """
@@ -21,12 +24,14 @@ from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import JsonValue
 
 from agentiqa_cli import __version__
-from agentiqa_cli.batch import BatchSummary, Decoder, Process, run_batch
+from agentiqa_cli.asking.asker import Asker
+from agentiqa_cli.asking.rules import RulesVLM
+from agentiqa_cli.batch import BatchSummary, Decoder, Process, RunSink, run_batch
 from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError, VLMError, VLMUnreachableError
 from agentiqa_cli.imaging.discover import Job, discover, pair
@@ -41,21 +46,51 @@ from agentiqa_cli.scoring import ToolScorer
 from agentiqa_cli.tools.cards import CardSet, ToolCard, load_cards, load_overlay
 from agentiqa_cli.tools.extras import require_extras
 from agentiqa_cli.tools.runner import ToolRunner
-from agentiqa_cli.tools.weights import candidates, offered_learned
+from agentiqa_cli.tools.weights import offered_learned
 from agentiqa_cli.vlm.base import VLM, VLMReply, VLMRequest
 
-if TYPE_CHECKING:  # the agent is imported when a command asks for it: `score` never does
-    from agentiqa_cli.agent.advice import ToolAdvisor
+if TYPE_CHECKING:  # types only: the agent sits above the Runtime, which is handed a factory
     from agentiqa_cli.agent.pipeline import Agent
-    from agentiqa_cli.agent.prompts import PromptSpec
-    from agentiqa_cli.agent.roles import Asker
+    from agentiqa_cli.asking.prompts import PromptSpec
+
+# how a command rebuilds its process on another worker's Runtime (``engine: ray``)
+Remote = Callable[["Runtime"], Awaitable[Process]]
+
+
+class AgentFactory(Protocol):
+    """Builds the agent on a Runtime (``wiring.py``: with the experience pool's advisor)."""
+
+    def check(self, rt: Runtime) -> None:
+        """Raise ConfigError for what the agent needs that is wrong (before any output)."""
+        ...
+
+    async def __call__(self, rt: Runtime, query: str | None) -> Agent: ...
+
+
+class Engine(Protocol):
+    """Runs a command's images elsewhere (``ray_engine.RayEngine``); rows come back here."""
+
+    async def __call__(
+        self, rt: Runtime, jobs: Sequence[Job], remote: Remote, *, command: str, sink: RunSink
+    ) -> BatchSummary: ...
 
 
 class Runtime:
-    def __init__(self, settings: Settings, vlm: VLM | None = None):
-        """``vlm`` replaces the backend ``--vlm`` names (tests and benchmarks inject fakes)."""
+    def __init__(
+        self,
+        settings: Settings,
+        vlm: VLM | None = None,
+        *,
+        agents: AgentFactory | None = None,
+        engine: Engine | None = None,
+    ):
+        """``vlm`` replaces the backend ``--vlm`` names (tests and benchmarks inject fakes);
+        ``agents`` builds the agent (without it ``agent`` refuses), ``engine`` runs the
+        commands that can be rebuilt elsewhere (without it everything runs here)."""
         self.settings = settings
         self._given_vlm = vlm
+        self._agents = agents
+        self._engine = engine
         self._active: VLM | None = None
         self._connect_lock = asyncio.Lock()
         self.notes: list[str] = []  # said once on stderr by the CLI
@@ -90,7 +125,8 @@ class Runtime:
 
     @cached_property
     def prompts(self) -> dict[str, PromptSpec]:
-        from agentiqa_cli.agent.prompts import load_prompts
+        # start-up time: the templates' sandbox (jinja2) loads only for commands that ask
+        from agentiqa_cli.asking.prompts import load_prompts
 
         return load_prompts(self.settings.prompts_dir or default_prompts_dir())
 
@@ -120,36 +156,21 @@ class Runtime:
         writer: RowWriter | None = None,
         on_result: Callable[[Result], None] | None = None,
         on_skip: Callable[[Job], None] | None = None,
-        remote: Callable[[Runtime], Awaitable[Process]] | None = None,
+        remote: Remote | None = None,
     ) -> BatchSummary:
         """Every command's images go through here: same decoding, limits, keys, error rows.
-        With ``engine: ray``, a command that says how to rebuild its process elsewhere
-        (``remote``: `score`, `assess`) runs on Ray Data workers (ray_engine.py)."""
-        if self.settings.engine == "ray" and remote is not None:
-            from agentiqa_cli.io.results import DoneRows
-            from agentiqa_cli.ray_engine import WorkSpec, run_on_ray
-
-            spec = WorkSpec(
-                settings=self.settings,
-                build=remote,
-                fingerprint=self.fingerprint(command),
-                done=DoneRows(frozenset(writer.done), tuple(writer.columns))
-                if writer is not None
-                else DoneRows(frozenset(), ()),
-            )
-            return await run_on_ray(
-                self, jobs, spec, trace=trace, writer=writer, on_result=on_result, on_skip=on_skip
-            )
+        With an engine (``engine: ray``), a command that says how to rebuild its process
+        elsewhere (``remote``: `score`, `assess`) runs there (ray_engine.py)."""
+        sink = RunSink(trace, writer, on_result, on_skip)  # handed down once from here
+        if self._engine is not None and remote is not None:
+            return await self._engine(self, jobs, remote, command=command, sink=sink)
         return await run_batch(
             jobs,
             process,
             fingerprint=self.fingerprint(command),
             decoder=self.decoder,
-            writer=writer,
-            trace=trace,
+            sink=sink,
             concurrency=self.settings.concurrency,
-            on_result=on_result,
-            on_skip=on_skip,
         )
 
     # -- score --------------------------------------------------------------------------------
@@ -188,7 +209,9 @@ class Runtime:
     def check_agent_setup(self) -> None:
         """Everything the agent needs that can be wrong in the configuration, checked
         before any output is opened (exit 2, earlier outputs untouched)."""
-        _ = self.prompts, self.runner, self._backend, self.advisor
+        _ = self.prompts, self.runner, self._backend
+        if self._agents is not None:
+            self._agents.check(self)
         if self.settings.tools:
             cards = self.cards.resolve(self.settings.tools)
             require_extras(cards)
@@ -204,8 +227,6 @@ class Runtime:
             if self._active is not None:
                 return
             backend = self._backend
-            from agentiqa_cli.agent.rules import RulesVLM
-
             try:
                 await backend.check()
                 self._active = backend
@@ -223,9 +244,6 @@ class Runtime:
 
     async def asker(self) -> Asker:
         """Asks roles of the connected VLM (with the rules backend as fallback if set)."""
-        from agentiqa_cli.agent.roles import Asker
-        from agentiqa_cli.agent.rules import RulesVLM
-
         await self.connect()
         fallback = None
         if self.settings.vlm_fallback == "rules" and self.vlm.name != "rules":
@@ -234,38 +252,9 @@ class Runtime:
 
     async def agent(self, query: str | None = None) -> Agent:
         """The agent for ``query`` (default: the configured one), on a connected VLM."""
-        from agentiqa_cli.agent.pipeline import Agent, AgentOptions
-
-        asker = await self.asker()
-        options = AgentOptions(
-            query=query or self.settings.query,
-            learned_tools=self.settings.learned_tools,
-            default_nr=self.settings.tools or [c.name for c in self.cards.default_set(False)],
-            default_fr=self.settings.tools or [c.name for c in self.cards.default_set(True)],
-            fusion=self.settings.fusion,
-            show_evidence=self.settings.evidence,
-            zoom=self.settings.zoom,
-            zoom_turns=self.settings.zoom_turns,
-            pixel_budget=self.settings.image_pixels,
-        )
-        return Agent(asker, self.cards, self.runner, options, advisor=self.advisor)
-
-    @cached_property
-    def advisor(self) -> ToolAdvisor | None:
-        """The experience pool of ``--experience``, read whole and checked against these
-        tool cards (a missing, damaged, foreign or stale pool is a ConfigError, exit 2)."""
-        from agentiqa_cli.experience.advisor import PoolAdvisor
-        from agentiqa_cli.experience.pool import check_cards, read_pool
-
-        path = self.settings.experience
-        if path is None:
-            if self.settings.evolve:
-                raise ConfigError("--evolve needs --experience POOL")
-            return None
-        pool = read_pool(path)
-        check_cards(pool, self.cards.hashes, self.calibration_digest())
-        offered = [c.name for c in candidates(self.cards, True, self.settings.learned_tools)]
-        return PoolAdvisor(pool, offered, self.cards, self.runner, evolve=self.settings.evolve)
+        if self._agents is None:
+            raise TypeError("this Runtime has no agent factory: build it with wiring.build_runtime")
+        return await self._agents(self, query)
 
     def calibration_digest(self) -> str | None:
         """The calibration overlay's content digest (None without one)."""
@@ -381,12 +370,11 @@ class Unreachable:
 
 def build_vlm(settings: Settings, cards: CardSet) -> VLM:
     """The VLM backend named by ``--vlm``: rules, an OpenAI-compatible URL, or vllm:MODEL."""
-    from agentiqa_cli.agent.rules import RulesVLM
-
     spec = settings.vlm.strip()
     if spec == "rules":
         return RulesVLM(cards)
     if spec.startswith(("http://", "https://")):
+        # start-up time: httpx loads only for a server backend
         from agentiqa_cli.vlm.http import OpenAIHTTPVLM
 
         # without --model the server's only model is used (resolved by check())
@@ -400,6 +388,7 @@ def build_vlm(settings: Settings, cards: CardSet) -> VLM:
             image_pixels=settings.image_pixels,
         )
     if spec.startswith("vllm:"):
+        # optional extra: in-process vLLM
         from agentiqa_cli.vlm.inprocess import InProcessVLM
 
         return InProcessVLM(model=spec[len("vllm:") :], image_pixels=settings.image_pixels)

@@ -80,7 +80,8 @@ def median_runs(cmd: list[str], n: int) -> tuple[float, float, float, int]:
 
 def make_pairs(n: int, size: tuple[int, int]) -> tuple[Path, Path]:
     """n reference/distorted pairs (w×h) cut from the bundled photos, distorted at random."""
-    from agentiqa_cli.bench.synth import KINDS, bundled_photos
+    from agentiqa_cli.bench.synth import bundled_photos
+    from agentiqa_cli.imaging.distort import KINDS
 
     ref_dir, dist_dir = WORK / "ref", WORK / "dist"
     if ref_dir.exists() and len(list(ref_dir.glob("*.png"))) == n:
@@ -291,7 +292,7 @@ def bench_agent(n: int) -> None:
     from agentiqa_cli.config import Settings
     from agentiqa_cli.imaging.discover import discover, pair
     from agentiqa_cli.io.trace import TraceWriter
-    from agentiqa_cli.runtime import Runtime
+    from agentiqa_cli.wiring import build_runtime
 
     _, dist = make_pairs(200, (512, 384))
     jobs = pair(discover([str(dist)]), None)[:n]
@@ -300,7 +301,7 @@ def bench_agent(n: int) -> None:
     trace = TraceWriter(None)
 
     async def go() -> tuple[object, list[tuple[float, float]], list[tuple[float, float]]]:
-        async with Runtime(Settings(concurrency=4), vlm=vlm) as rt:  # type: ignore[arg-type]
+        async with build_runtime(Settings(concurrency=4), vlm=vlm) as rt:  # type: ignore[arg-type]
             # warm up metric objects so both runs pay the same
             await rt.run(jobs, await rt.agent(), command="bench", trace=trace)
             agent_t, tools_t = [], []
@@ -379,7 +380,7 @@ async def _assess_interleaved(
     """The same images at concurrency 1 (one agent: one plan for all its images) and 8."""
     from agentiqa_cli.config import Settings
     from agentiqa_cli.io.trace import TraceWriter
-    from agentiqa_cli.runtime import Runtime
+    from agentiqa_cli.wiring import build_runtime
 
     def settings(conc: int) -> Settings:
         return Settings(vlm=url, model="tiny-qwen2vl", concurrency=conc, vlm_fallback="none",
@@ -387,7 +388,7 @@ async def _assess_interleaved(
 
     results: dict[int, list[object]] = {1: [], 8: []}
     times = {1: 0.0, 8: 0.0}
-    async with Runtime(settings(1)) as one, Runtime(settings(8)) as eight:
+    async with build_runtime(settings(1)) as one, build_runtime(settings(8)) as eight:
         agents = {1: await one.agent(), 8: await eight.agent()}
         for conc, part, rt in ((1, jobs[:half], one), (8, jobs, eight), (1, jobs[half:], one)):
             t0 = time.perf_counter()
@@ -420,13 +421,13 @@ def bench_synth() -> None:
 def bench_evaluate(n: int = 300, seeds: int = 10) -> None:
     from agentiqa_cli.bench.evaluate_bench import COLLECTIONS, bench_collection
     from agentiqa_cli.config import Settings
-    from agentiqa_cli.runtime import Runtime
+    from agentiqa_cli.wiring import build_runtime
 
     header(f"7. evaluate: sampled verdict vs the whole folder's tier ({n} images, {seeds} seeds; "
            "rules agent, --fusion min)")  # fmt: skip
 
     async def go() -> list[object]:
-        async with Runtime(Settings(fusion="min", concurrency=2)) as rt:
+        async with build_runtime(Settings(fusion="min", concurrency=2)) as rt:
             return [await bench_collection(rt, name, WORK / "evaluate", n, range(seeds))
                     for name in COLLECTIONS]  # fmt: skip
 
@@ -473,7 +474,7 @@ def bench_ray(n: int) -> None:
     from agentiqa_cli.cli.run import scorer_of
     from agentiqa_cli.config import Settings
     from agentiqa_cli.imaging.discover import discover, pair
-    from agentiqa_cli.runtime import Runtime
+    from agentiqa_cli.wiring import build_runtime
 
     _, dist = make_pairs(200, (512, 384))
     # each image 5 times: Ray's rows come back a batch (up to 32) at a time, so a steady rate
@@ -487,7 +488,7 @@ def bench_ray(n: int) -> None:
 
     async def go(engine: str) -> tuple[list[object], float, list[float]]:
         stamps: list[float] = []
-        async with Runtime(Settings(engine=engine)) as rt:  # type: ignore[arg-type]
+        async with build_runtime(Settings(engine=engine)) as rt:  # type: ignore[arg-type]
             cards = rt.score_cards(False)
             names = tuple(c.name for c in cards)
             remote = functools.partial(scorer_of, names)

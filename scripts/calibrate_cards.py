@@ -33,9 +33,9 @@ from agentiqa_cli.config import Settings
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import Result
 from agentiqa_cli.resources import default_cards_dir
-from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.cards import Logistic, ToolCard, load_cards, write_card_logistic
 from agentiqa_cli.tools.logistic import anchor_top
+from agentiqa_cli.wiring import build_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +57,7 @@ def calibrated_notes(notes: str) -> str:
 
 async def _raw_rows(items: list[Item], cards: list[ToolCard]) -> list[Result]:
     """Every tool on every item through the same Runtime as `agentiqa score`."""
-    async with Runtime(Settings(device="cpu")) as rt:
+    async with build_runtime(Settings(device="cpu")) as rt:
         bench = Bench(rt, TraceWriter(None))
         return await bench.run("raw", items, rt.scorer(cards), "score", refs=True)
 

@@ -39,7 +39,7 @@ from scipy.optimize import minimize
 from scipy.stats import spearmanr
 
 from agentiqa_cli.bench.realset import load_records
-from agentiqa_cli.bench.synth import distort
+from agentiqa_cli.imaging.distort import distort
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.tools import detectors as det
 

@@ -21,16 +21,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from agentiqa_cli.agent.rules import RulesVLM
+from agentiqa_cli.asking.rules import RulesVLM
 from agentiqa_cli.bench.runs import Bench
 from agentiqa_cli.bench.synth import generate_from_dir, sample_photos
 from agentiqa_cli.bench.synth_eval import evaluate_synth, load_manifest, synth_items
 from agentiqa_cli.config import Settings
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.resources import default_cards_dir
-from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.cards import load_cards
 from agentiqa_cli.vlm.base import VLMReply, VLMRequest
+from agentiqa_cli.wiring import build_runtime
 
 KINDS = "blur,motion_blur,noise,jpeg,darken,brighten,contrast,desaturate,pixelate"
 
@@ -54,7 +54,7 @@ async def one_run(pool: Path | None, manifest: Path, trace: Path) -> dict[str, A
     items = synth_items(rows, with_reference=False)
     tracer = TraceWriter(trace)
     try:
-        async with Runtime(settings, vlm=vlm) as rt:
+        async with build_runtime(settings, vlm=vlm) as rt:
             bench = Bench(rt, tracer)
             results = await bench.run("assess", items, await rt.agent(), "assess", False)
     finally:

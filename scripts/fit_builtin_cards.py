@@ -4,7 +4,9 @@ Procedure (deterministic; see agentiqa_cli/bench/builtin_fit.py for the pseudo-M
   1. the fit set: the photos bundled with scikit-image (bench.synth.PHOTOS) and the clean
      Debian wallpapers of scripts/fitset.yaml (photos and graphics, none of them in the
      realset, which stays held out for `make quality`), all at 512 px on the long side;
-  2. distort each with every kind of bench.synth at levels 1-5, seed 0;
+  2. distort each with every kind of bench.synth at levels 1-5, seed 0; the clean camera
+     JPEGs of the fit set's camera series (q75 and q80-95: bench/camera.py) join as clean
+     images, so a camera's own save reads clean;
   3. read every built-in detector on every image,
      and built-in full-reference measure (``detail``: each image against its clean one);
   4. per detector, fit the logistic of tools.logistic with its linear term fixed at 0 (a
@@ -33,15 +35,9 @@ from agentiqa_cli.bench.builtin_fit import (
     read_items,
 )
 from agentiqa_cli.bench.realset import build, load_spec
-from agentiqa_cli.bench.synth import (
-    KINDS,
-    PHOTOS,
-    SynthItem,
-    generate,
-    read_manifest,
-    sample_photos,
-)
+from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, read_manifest, sample_photos
 from agentiqa_cli.errors import AgentIQAError
+from agentiqa_cli.imaging.distort import KINDS
 from agentiqa_cli.tools.cards import Logistic, load_card, write_card_logistic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +53,7 @@ def source_text(
     colour: bool,
     wallpapers: int,
     fr: bool = False,
+    cameras: int = 0,
 ) -> str:
     which = f"{photos} colour images" if colour else f"{photos} images"
     extra = (
@@ -65,9 +62,10 @@ def source_text(
         else ""
     )
     against = "; each image against its clean original" if fr else ""
+    camera = f" and {cameras} clean camera JPEGs of its photos (q75, q80-95)" if cameras else ""
     return (
         f"scripts/fit_builtin_cards.py: bench.synth on {which}: the photos bundled with "
-        f"scikit-image{extra} ({SIZE} px long side, seed {SEED}){against}; pseudo-MOS 5 for clean "
+        f"scikit-image{extra} ({SIZE} px long side, seed {SEED}){camera}{against}; pseudo-MOS 5 for clean "
         f"(all), 5 - 0.8*level for {'/'.join(kinds)} levels 1-5 (photographs only), clean "
         f"weighted {CLEAN_WEIGHT:g}x the distorted in total; 5PL with "
         f"b4 = 0; {n} images, RMSE {rmse:.3f}"
@@ -85,6 +83,15 @@ def synth_items(clean: list[Path], work: Path) -> list[SynthItem]:
         if need <= have and {it.clean.name for it in items} == {c.name for c in clean}:
             return items
     return generate(clean, work, kinds, range(1, 6), SEED)
+
+
+def camera_clean(cache: Path) -> list[SynthItem]:
+    """The clean camera JPEGs of the fit set's camera series (``make realset`` builds it with
+    ``camera_photos: fitted``), none if it is not built."""
+    manifest = cache / "camera" / "manifest.csv"
+    if not manifest.exists():
+        return []
+    return [it for it in read_manifest(manifest) if it.level == 0 and it.path.exists()]
 
 
 def main() -> int:
@@ -119,13 +126,18 @@ def main() -> int:
         wallpapers = len(records)
     work = args.cache / ("synth-skimage" if args.skimage_only else "synth")
     items = synth_items(clean, work)
+    cameras = [] if args.skimage_only else camera_clean(args.cache)
+    items += cameras
     readings = read_items(items, only or None)
     for name, kinds in TARGETS.items():
         if only and name not in only:
             continue
         path = args.cards / f"{name}.yaml"
         card = load_card(path)
-        fit = fit_detector(name, readings, card.lower_better, card.raw_range, photos=photos)
+        # a full-reference measure reads a camera JPEG against its lossless original: that
+        # save's own loss is not the clean plateau, so only no-reference curves see them
+        rows = readings[: len(readings) - len(cameras)] if card.mode == "FR" else readings
+        fit = fit_detector(name, rows, card.lower_better, card.raw_range, photos=photos)
         source = source_text(
             kinds,
             fit.n,
@@ -134,6 +146,7 @@ def main() -> int:
             name in COLOUR_ONLY,
             wallpapers,
             fr=card.mode == "FR",
+            cameras=0 if card.mode == "FR" else len(cameras),
         )
         print(
             f"{name:16s} rmse {fit.rmse:.3f}  n {fit.n:4d}  params {[round(p, 4) for p in fit.params]}"

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from agentiqa_cli.bench.synth import distort, sample_photos
+from agentiqa_cli.bench.synth import sample_photos
+from agentiqa_cli.imaging.distort import distort
 
 # (source photo, distortion kind, level 1-5)
 DISTORTED = [

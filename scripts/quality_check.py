@@ -55,19 +55,20 @@ from agentiqa_cli.bench.goals import goals, judged_clean, passes_gate, recall_go
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.realset import load_records
 from agentiqa_cli.bench.runs import Bench
-from agentiqa_cli.bench.synth import CHECK_KINDS, PHOTOS, SynthItem, generate, sample_photos
+from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, sample_photos
 from agentiqa_cli.bench.synth_eval import MODERATE_OR_WORSE, SynthRow, evaluate_synth, load_manifest
 from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import AgentIQAError
+from agentiqa_cli.imaging.distort import CHECK_KINDS
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import LEVELS, Result
 from agentiqa_cli.resources import default_cards_dir
-from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.scoring import fuse_tools
 from agentiqa_cli.tools.cards import CardSet, load_cards
 from agentiqa_cli.tools.detectors import findings
 from agentiqa_cli.tools.logistic import normalize
+from agentiqa_cli.wiring import build_runtime
 
 SIZE = 512
 SEED = 0
@@ -232,7 +233,7 @@ async def _run_method(
     if f.exists():
         return [Result.model_validate_json(line) for line in f.read_text("utf-8").splitlines()]
     t0 = time.perf_counter()
-    async with Runtime(settings) as rt:
+    async with build_runtime(settings) as rt:
         bench = Bench(rt, TraceWriter(None))
         rp: list[Path | None] = list(refs) if refs else [None] * len(paths)
         items = [Item(image=p, reference=r, key=str(p)) for p, r in zip(paths, rp, strict=True)]

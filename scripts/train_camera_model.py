@@ -34,6 +34,7 @@ import numpy as np
 from agentiqa_cli.bench.camera import generate_camera
 from agentiqa_cli.bench.realset import load_records
 from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, read_manifest, sample_photos
+from agentiqa_cli.tools.camera_features import FEATURES
 from agentiqa_cli.tools.camera_model import (
     HEADS,
     HELD_OUT_PHOTO,
@@ -101,9 +102,9 @@ def _read(path: str) -> list[float]:
 
 
 def read_features(items: list[SynthItem], cache: Path) -> np.ndarray:
-    """Every item's feature vector, cached by path and size in ``cache`` (JSON)."""
+    """Every item's feature vector, cached by path, size and feature count in ``cache`` (JSON)."""
     known: dict[str, list[float]] = json.loads(cache.read_text()) if cache.exists() else {}
-    key = {str(it.path): f"{it.path}:{it.path.stat().st_size}" for it in items}
+    key = {str(it.path): f"{it.path}:{it.path.stat().st_size}:{len(FEATURES)}" for it in items}
     todo = sorted({str(it.path) for it in items if key[str(it.path)] not in known})
     if todo:
         t0 = time.perf_counter()
@@ -148,8 +149,13 @@ def main() -> int:
     )
     ap.add_argument("--fitset", type=Path, default=ROOT / ".cache" / "fitset")
     ap.add_argument("--out", type=Path, default=MODEL_PATH)
-    ap.add_argument("--hidden", type=int, default=16)
-    ap.add_argument("--l2", type=float, default=3e-3)
+    ap.add_argument("--hidden", type=int, default=40)
+    ap.add_argument("--l2", type=float, default=1e-3)
+    ap.add_argument(
+        "--shared",
+        action="store_true",
+        help="every head reads every hidden unit (default: each head its own share)",
+    )
     ap.add_argument(
         "--cards", type=Path, default=ROOT / "tool_cards", help="write the heads' card curves here"
     )
@@ -169,9 +175,9 @@ def main() -> int:
     pred = np.zeros_like(y)
     for k in range(5):
         tr = f_of != k
-        net = fit_network(x[tr], y[tr], w[tr], args.hidden, args.l2, seed=k)
+        net = fit_network(x[tr], y[tr], w[tr], args.hidden, args.l2, k, not args.shared)
         pred[~tr] = net.predict(x[~tr])
-    net = fit_network(x, y, w, args.hidden, args.l2, seed=0)
+    net = fit_network(x, y, w, args.hidden, args.l2, 0, not args.shared)
     fit = net.predict(x)
     print(f"\n{'head':12s} {'rmse fit':>9s} {'rmse cv':>8s} {'clean<4.6 cv':>13s}")
     for j, h in enumerate(HEADS):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,16 @@ def _guarded_connect(self: socket.socket, address: object) -> None:  # type: ign
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Kill-switch: only loopback connections are allowed in tests."""
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+
+
+@pytest.fixture(autouse=True)
+def _loud_after_each_test() -> Iterator[None]:
+    """A command run with -q in-process leaves the libraries quiet until the next command
+    starts; the next test starts loud."""
+    yield
+    from agentiqa_cli.cli import render
+
+    render.set_quiet(False)
 
 
 def natural_like(h: int = 96, w: int = 128, seed: int = 0) -> np.ndarray:

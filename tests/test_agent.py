@@ -16,9 +16,9 @@ from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.vlm.base import VLMReply, VLMRequest
 from agentiqa_cli.vlm.fake import ScriptedVLM
+from agentiqa_cli.wiring import build_runtime
 from tests.conftest import natural_like, save_rgb
 
 PLAN_GLOBAL = {
@@ -77,7 +77,7 @@ def run_agent(
         p.trace = tracer.bind(p.job.name, p.key)
 
     async def go() -> list[Any]:
-        async with Runtime(settings, vlm=vlm) as rt:
+        async with build_runtime(settings, vlm=vlm) as rt:
             agent = await rt.agent(query)
             return await asyncio.gather(*(agent(p) for p in items))
 
@@ -237,7 +237,7 @@ INTERPRET_A = {"final_answer": "A", "quality_reasoning": "as seen", "sufficient"
 def run_answer(settings: Settings, vlm: ScriptedVLM, item: Pair, query: str,
                track: Any) -> Any:  # fmt: skip
     async def go() -> Any:
-        async with Runtime(settings, vlm=vlm) as rt:
+        async with build_runtime(settings, vlm=vlm) as rt:
             agent = await rt.agent(query)
             return await agent.answer(item, {"A": "Noise", "B": "Blur"}, track)
 
@@ -289,7 +289,7 @@ def test_mcq_with_more_than_six_options(tmp_path: Path) -> None:
     (item,) = pairs(tmp_path, 1, settings)
 
     async def go() -> Any:
-        async with Runtime(settings, vlm=vlm) as rt:
+        async with build_runtime(settings, vlm=vlm) as rt:
             return await (await rt.agent("Which one?")).answer(item, options)
 
     assert asyncio.run(go()).choice == "H"
@@ -299,7 +299,7 @@ def test_mcq_with_more_than_six_options(tmp_path: Path) -> None:
 
 def test_rules_planner_names_at_most_as_many_objects_as_the_schema() -> None:
     from agentiqa_cli.agent.planner_rules import plan_query
-    from agentiqa_cli.agent.prompts import load_prompts
+    from agentiqa_cli.asking.prompts import load_prompts
     from agentiqa_cli.records import MAX_SCOPES
     from agentiqa_cli.resources import default_prompts_dir
 
@@ -331,7 +331,7 @@ def test_worker_thread_hand_offs_per_image(tmp_path: Path, monkeypatch: pytest.M
                        "summarize": lambda r: summary_reply()})  # fmt: skip
 
     async def go() -> Any:
-        async with Runtime(settings, vlm=vlm) as rt:
+        async with build_runtime(settings, vlm=vlm) as rt:
             jobs = rt.jobs([str(tmp_path / "in")], None)
             return await rt.run(jobs, await rt.agent(), command="assess", trace=TraceWriter(None))
 

@@ -13,9 +13,9 @@ import pytest
 from agentiqa_cli.batch import Decoder, Pair
 from agentiqa_cli.config import Settings
 from agentiqa_cli.imaging.discover import Job
-from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.vlm.base import VLMRequest
 from agentiqa_cli.vlm.fake import ScriptedVLM
+from agentiqa_cli.wiring import build_runtime
 from tests.conftest import natural_like, save_rgb
 from tests.test_agent import EXAMINE_NOISE, PLAN_GLOBAL, SELECT_NOISE, summary_reply
 from tests.test_cli_score import invoke
@@ -87,7 +87,7 @@ def test_a_model_that_always_crops_gets_at_most_zoom_turns_calls(
     item = Pair(job, image, None, key="k")
 
     async def go() -> Any:
-        async with Runtime(settings, vlm=vlm) as rt:
+        async with build_runtime(settings, vlm=vlm) as rt:
             return await (await rt.agent())(item)
 
     result = asyncio.run(go())

@@ -22,9 +22,9 @@ from agentiqa_cli.config import Settings
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import ToolScore
-from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.cards import CardSet, ToolCard, load_overlay
 from agentiqa_cli.tools.logistic import logistic5
+from agentiqa_cli.wiring import build_runtime
 
 TRUE = [3.0, 1.5, 0.5, 0.1, 3.0]
 
@@ -134,7 +134,7 @@ def test_calibrate_runs_tools_over_a_dataset(tmp_path: Path) -> None:
     runner = MeanRunner()
 
     async def go() -> list[CalibrationFit]:
-        async with Runtime(Settings()) as rt:
+        async with build_runtime(Settings()) as rt:
             rt.__dict__["runner"] = runner  # the fake behind the cached property
             bench = Bench(rt, TraceWriter(None))
             return await run_calibrate(bench, ds, [card("nr"), card("fr", mode="FR")])

@@ -16,7 +16,8 @@ from agentiqa_cli.bench.camera import (
     generate_camera,
     shake_kernel,
 )
-from agentiqa_cli.bench.synth import item_rng, read_manifest, sample_photos
+from agentiqa_cli.bench.synth import read_manifest, sample_photos
+from agentiqa_cli.imaging.distort import item_rng
 
 
 @pytest.fixture(scope="module")

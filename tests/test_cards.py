@@ -1,4 +1,4 @@
-"""Tool cards: they load, agree with pyiqa and seed 000, normalize as printed, and really run."""
+"""Tool cards: they load, agree with pyiqa and AgenticIQA, normalize as printed, and really run."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ CARDS_DIR = Path(__file__).resolve().parents[1] / "tool_cards"
 SEED_FR = "topiq_fr ahiq fsim lpips dists wadiqam_fr pieapp ms_ssim gmsd ssim ckdn vif psnr vsi"
 SEED_NR = "qalign clipiqa unique hyperiqa tres musiq wadiqam_nr dbcnn arniqa nima brisque niqe maniqa liqe"
 
-# Seed 000 Table 5, typed in again here (row name -> tool) so a card edit cannot drift silently.
+# AgenticIQA Table 5, typed in again here (row name -> tool) so a card edit cannot drift silently.
 TABLE5 = {
     "topiq_fr": (21.73, 0.1147, 0.4721, 3.5654, 1.0094),
     "ahiq": (0.4280, -592.6356, -2.4819, 3.7677, 1.6143),
@@ -167,7 +167,7 @@ def test_calibrated_cards_carry_table5_exactly(cards: CardSet) -> None:
         logistic = cards.get(name).logistic
         assert logistic is not None
         assert logistic.params == pytest.approx(params, abs=0)
-        assert logistic.source == "seed 000 Table 5 (fitted on KADID-10k)"
+        assert logistic.source == "AgenticIQA Table 5 (fitted on KADID-10k)"
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,9 @@ import pytest
 import agentiqa_cli
 from agentiqa_cli import categories as cats
 from agentiqa_cli.agent.planner_rules import plan_query
-from agentiqa_cli.agent.probe_records import ARTEFACT_TYPES
+from agentiqa_cli.agent.probe.records import ARTEFACT_TYPES
 from agentiqa_cli.bench.camera import CAMERA_KINDS
-from agentiqa_cli.bench.synth import KINDS
+from agentiqa_cli.imaging.distort import KINDS
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import load_cards
 from agentiqa_cli.tools.severity import REASONS, findings
@@ -147,7 +147,7 @@ def test_a_new_distortion_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_probe_reads_cells_for_every_local_artefact() -> None:
-    from agentiqa_cli.agent.probe_scan import LOCAL_DETECTORS
+    from agentiqa_cli.agent.probe.scan import LOCAL_DETECTORS
 
     assert LOCAL_DETECTORS == {"blockiness": "jpeg", "pixelation": "mosaic", "noise": "noise",
                                "sharpness": "blur", "posterization": "posterize"}  # fmt: skip

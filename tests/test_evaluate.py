@@ -20,9 +20,9 @@ from agentiqa_cli.evaluate.generator import Generator
 from agentiqa_cli.evaluate.loop import EVAL_COLUMNS, EvalConfig, Evaluation
 from agentiqa_cli.evaluate.records import RoundEvent, Verdict
 from agentiqa_cli.evaluate.tiers import TIER_NAMES, Tiers
-from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.vlm.base import VLMRequest
 from agentiqa_cli.vlm.fake import ScriptedVLM
+from agentiqa_cli.wiring import build_runtime
 from tests.conftest import natural_like, save_rgb
 from tests.test_cli_score import invoke
 
@@ -200,7 +200,7 @@ def evaluate_with(
     vlm: ScriptedVLM, source: Path | GeneratorSource, out: Path, **config: Any
 ) -> tuple[Verdict, Evaluation]:
     async def go() -> tuple[Verdict, Evaluation]:
-        async with Runtime(Settings(concurrency=2, fusion="min"), vlm=vlm) as rt:
+        async with build_runtime(Settings(concurrency=2, fusion="min"), vlm=vlm) as rt:
             src = (
                 source
                 if isinstance(source, GeneratorSource)

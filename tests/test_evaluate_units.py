@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentiqa_cli.agent.prompts import load_prompts
-from agentiqa_cli.agent.roles import parse_reply
-from agentiqa_cli.agent.rules import RulesVLM
-from agentiqa_cli.agent.schemas import schema_problems
+from agentiqa_cli.asking.asker import parse_reply
+from agentiqa_cli.asking.prompts import load_prompts
+from agentiqa_cli.asking.rules import RulesVLM
+from agentiqa_cli.asking.schemas import schema_problems
 from agentiqa_cli.errors import ConfigError, VLMError
 from agentiqa_cli.evaluate.planning import (
     EvalPlanInput,

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from agentiqa_cli.agent.roles import parse_reply
+from agentiqa_cli.asking.asker import parse_reply
 from agentiqa_cli.evaluate.planning import EvalPlanReply
 from agentiqa_cli.evaluate.records import RoundEvent, Verdict
 from agentiqa_cli.vlm.base import VLMReply

@@ -1,4 +1,4 @@
-"""Voting (seed 002 Eq. 6) and the Bradley–Terry–Davidson fit with its Wald test (Eqs. 8–10)."""
+"""Voting (EvoIR-Agent Eq. 6) and the Bradley–Terry–Davidson fit with its Wald test (Eqs. 8–10)."""
 
 from __future__ import annotations
 

@@ -280,7 +280,7 @@ def test_cli_build_show_and_refusal(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_build_from_a_mos_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A CSV with image, mos, reference, distortion: one series per (reference, type)."""
-    from agentiqa_cli.bench.synth import distort, resize_long_side
+    from agentiqa_cli.imaging.distort import distort, resize_long_side
 
     lines = ["image,mos,reference,distortion"]
     for name, x in zip(["astronaut", "chelsea"], bundled_photos(["astronaut", "chelsea"]),

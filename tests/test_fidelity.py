@@ -1,4 +1,4 @@
-"""Departures from seed 000 that were bugs (issue: fidelity to the paper)."""
+"""Departures from AgenticIQA that were bugs (issue: fidelity to the paper)."""
 
 from __future__ import annotations
 

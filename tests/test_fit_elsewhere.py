@@ -25,7 +25,7 @@ CARDS = load_cards(default_cards_dir())
 
 def test_only_shipped_pyiqa_nr_curves_are_fitted_elsewhere() -> None:
     niqe, piqe = CARDS.get("niqe"), CARDS.get("piqe")
-    assert CARDS.fitted_elsewhere(niqe) == "seed 000 Table 5 (fitted on KADID-10k)"
+    assert CARDS.fitted_elsewhere(niqe) == "AgenticIQA Table 5 (fitted on KADID-10k)"
     assert CARDS.fitted_elsewhere(piqe) is not None
     assert piqe.logistic is not None and ";" in piqe.logistic.source
     assert CARDS.fitted_elsewhere(piqe) == piqe.logistic.source.split(";")[0]

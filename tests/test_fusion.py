@@ -1,4 +1,4 @@
-"""Score fusion (SPEC §5.2) and level log-probabilities read off a reply."""
+"""Score fusion (AgenticIQA §3.3, Eqs. 4–5) and level log-probabilities read off a reply."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Imperfection checks and fixes (seed 003): pure functions over arrays."""
+"""Imperfection checks and fixes (V-QPP-Bench): pure functions over arrays."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_a_region_found_in_pixels_is_cut_back_to_exactly_those_pixels() -> None:
     x = np.zeros((100, 100, 3), np.float32)
     filled = apply(x, [Fill(bbox=Box.of_pixels(29, 2, 30, 98, 100, 100))])
     assert np.argwhere(filled[50, :, 0] == 1.0).ravel().tolist() == [29]
-    # a model's box covers every pixel it touches (seed 001 Eq. 9), on any image size
+    # a model's box covers every pixel it touches (Q-Probe Eq. 9), on any image size
     assert Box(x1=0.5, y1=0.0, x2=0.75, y2=1.0).pixels(333, 10) == (166, 0, 250, 10)
     assert (
         describe(Crop(bbox=Box(x1=0.0, y1=0.1, x2=0.5, y2=1.0))) == "crop:0.000,0.100,0.500,1.000"

@@ -12,8 +12,7 @@ import pytest
 from PIL import Image
 
 from agentiqa_cli.bench.synth import bundled_photos
-from agentiqa_cli.config import Settings
-from agentiqa_cli.imperfect.bench import (
+from agentiqa_cli.bench.vqpp import (
     KINDS_AND_ORIGINAL,
     VqppItem,
     VqppRow,
@@ -21,11 +20,12 @@ from agentiqa_cli.imperfect.bench import (
     decide_all,
     report,
 )
+from agentiqa_cli.config import Settings
 from agentiqa_cli.imperfect.records import _OPERATIONS
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.vlm.base import VLMRequest
 from agentiqa_cli.vlm.fake import ScriptedVLM
+from agentiqa_cli.wiring import build_runtime
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_build_writes_every_kind_reproducibly(
     bench: tuple[Path, list[VqppItem]], tmp_path: Path
 ) -> None:
     root, items = bench
-    assert len(items) == 3 * len(KINDS_AND_ORIGINAL)  # ten of seed 003, borders, original
+    assert len(items) == 3 * len(KINDS_AND_ORIGINAL)  # ten of V-QPP-Bench, borders, original
     assert (root / "images" / "manifest.jsonl").exists()
     again = build(root / "clean", tmp_path, seed=7, size=160)
     assert again == items
@@ -56,7 +56,7 @@ def test_build_writes_every_kind_reproducibly(
 
 def _run(items: list[VqppItem], root: Path, vlm: ScriptedVLM) -> list[VqppRow]:
     async def go() -> list[VqppRow]:
-        async with Runtime(Settings(), vlm=vlm) as rt:
+        async with build_runtime(Settings(), vlm=vlm) as rt:
             asker = await rt.asker()
             chosen, found = await decide_all(rt, asker, items, root / "images", TraceWriter(None))
         return report(items, chosen, found)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agentiqa_cli.agent.prompts import load_prompts
-from agentiqa_cli.agent.roles import Asker
-from agentiqa_cli.agent.rules import RulesVLM
+from agentiqa_cli.asking.asker import Asker
+from agentiqa_cli.asking.prompts import load_prompts
+from agentiqa_cli.asking.rules import RulesVLM
 from agentiqa_cli.imperfect.corrupt import corrupt
 from agentiqa_cli.imperfect.records import Fill, Rotate
 from agentiqa_cli.imperfect.roles import Decision, decide

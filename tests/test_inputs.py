@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agentiqa_cli.agent import inputs as I
-from agentiqa_cli.agent.prompts import load_prompts
-from agentiqa_cli.agent.rules import RulesVLM
+from agentiqa_cli.asking.prompts import load_prompts
+from agentiqa_cli.asking.rules import RulesVLM
 from agentiqa_cli.imperfect.records import Fill, Imperfection
 from agentiqa_cli.imperfect.roles import FixInput, LocateInput
 from agentiqa_cli.records import Box, Finding, Plan, PlanSwitches, ToolScore

@@ -1,4 +1,4 @@
-"""Every bad-input class of SPEC §7 gets a clear error or correct handling."""
+"""Every bad-input class of docs/commands.md (Bad input) gets a clear error or correct handling."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from agentiqa_cli.bench.synth import KINDS, bundled_photos
+from agentiqa_cli.bench.synth import bundled_photos
+from agentiqa_cli.imaging.distort import KINDS
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import load_cards

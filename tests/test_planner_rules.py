@@ -1,4 +1,4 @@
-"""The rules planner follows seed 000 App. A.2: query words → plan fields and switches."""
+"""The rules planner follows AgenticIQA App. A.2: query words → plan fields and switches."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Context-aware probing (agent/probe.py): crop geometry, the VLM loop against a scripted
+"""Context-aware probing (agent/probe/__init__.py): crop geometry, the VLM loop against a scripted
 asker, the zero-penalty and bokeh rules, the recomputed final score, the rules version on a
 2048² photo canvas, and the two prompts."""
 
@@ -19,7 +19,6 @@ from PIL import Image, ImageDraw
 from scipy import ndimage
 from skimage import data
 
-from agentiqa_cli.agent.crops import CropBook, parse_box, should_zoom
 from agentiqa_cli.agent.probe import (
     ARTEFACT_TYPES,
     ProbeAsker,
@@ -28,7 +27,8 @@ from agentiqa_cli.agent.probe import (
     probe_rules,
     probe_vlm,
 )
-from agentiqa_cli.agent.probe_records import (
+from agentiqa_cli.agent.probe.crops import CropBook, parse_box, should_zoom
+from agentiqa_cli.agent.probe.records import (
     MAX_BOXES,
     MAX_TURNS,
     CropVerdict,
@@ -37,9 +37,10 @@ from agentiqa_cli.agent.probe_records import (
     ProbeTurnReply,
     SubjectRecord,
 )
-from agentiqa_cli.agent.probe_scan import find_subject
-from agentiqa_cli.agent.prompts import REPLY_MODELS, load_prompts
-from agentiqa_cli.agent.schemas import schema_problems
+from agentiqa_cli.agent.probe.scan import find_subject
+from agentiqa_cli.asking.prompts import load_prompts
+from agentiqa_cli.asking.registry import role as declared_role
+from agentiqa_cli.asking.schemas import schema_problems
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.records import SEVERITIES, Box
@@ -645,13 +646,15 @@ def test_probe_prompts_are_bounded_and_examples_validate(
 ) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     spec = prompts[role]
-    assert REPLY_MODELS[role] is {"probe": ProbeTurnReply, "probe_final": ProbeFinalReply}[role]
+    assert (
+        declared_role(role).reply is {"probe": ProbeTurnReply, "probe_final": ProbeFinalReply}[role]
+    )
     schema = spec.schema_for(**spec.example_vars)
     assert schema_problems(schema) == []
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(spec.example)
-    REPLY_MODELS[role].model_validate(spec.example)
-    assert list(schema["properties"]) == list(REPLY_MODELS[role].model_fields)
+    declared_role(role).reply.model_validate(spec.example)
+    assert list(schema["properties"]) == list(declared_role(role).reply.model_fields)
 
 
 def _numbers(schema: Any, path: str = "$") -> list[tuple[str, list[float]]]:

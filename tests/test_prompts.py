@@ -11,16 +11,7 @@ from annotated_types import MaxLen
 from jinja2.exceptions import SecurityError
 from pydantic import BaseModel, ValidationError
 
-from agentiqa_cli.agent.prompts import (
-    ROLES,
-    PromptSpec,
-    load_prompt,
-    load_prompts,
-    make_env,
-    option_letters,
-)
 from agentiqa_cli.agent.replies import (
-    REPLY_MODELS,
     AnalysisItem,
     AnalyzeReply,
     ExamineItem,
@@ -28,11 +19,22 @@ from agentiqa_cli.agent.replies import (
     InterpretReply,
     ScoreReply,
 )
-from agentiqa_cli.agent.schemas import reply_schema, schema_problems
+from agentiqa_cli.asking.prompts import (
+    PromptSpec,
+    load_prompt,
+    load_prompts,
+    make_env,
+    option_letters,
+)
+from agentiqa_cli.asking.registry import roles
+from agentiqa_cli.asking.schemas import reply_schema, schema_problems
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.records import CATEGORIES, ToolScore
 from agentiqa_cli.resources import default_prompts_dir
 from agentiqa_cli.vlm.base import ImagePart
+
+ROLES = tuple(roles())
+REPLY_MODELS = {name: r.reply for name, r in roles().items()}
 
 PROMPTS_DIR = default_prompts_dir()
 

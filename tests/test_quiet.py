@@ -86,3 +86,32 @@ def test_no_live_bar_when_rows_stream_to_the_terminal(
         assert reporter._progress is None
         reporter.advance("a.png", "ok", "3.10")
     assert "[1/1] ok a.png 3.10" in capsys.readouterr().err
+
+
+def test_quiet_silences_the_libraries_and_loud_brings_them_back(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+    import warnings
+
+    from agentiqa_cli.tools.runner import _STDOUT
+
+    def chatter() -> None:
+        warnings.warn("overflow in exp", RuntimeWarning, stacklevel=1)
+        logging.getLogger("ray.data").warning("Ray says hello")
+        with _STDOUT.prints_to_stderr():
+            print('Downloading: "https://example.org/w.pth"')
+
+    ui.set_quiet(True)
+    with warnings.catch_warnings(record=True) as seen:
+        chatter()
+    captured = capsys.readouterr()
+    assert not seen and "Ray says hello" not in caplog.text
+    assert captured.out == "" and "Downloading" not in captured.err
+    ui.set_quiet(False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        chatter()
+    captured = capsys.readouterr()
+    assert seen and "Ray says hello" in caplog.text
+    assert captured.out == "" and "Downloading" in captured.err

@@ -144,13 +144,13 @@ def test_an_image_that_kills_its_workers_gets_an_error_row(tmp_path: Path, image
     from agentiqa_cli.config import Settings
     from agentiqa_cli.io.trace import TraceWriter
     from agentiqa_cli.ray_engine import MAX_DEATHS
-    from agentiqa_cli.runtime import Runtime
+    from agentiqa_cli.wiring import build_runtime
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need _poisoned
     save_rgb(images / "poison.png", natural_like(96, 128, seed=99))
 
     async def go() -> Any:
-        async with Runtime(Settings(engine="ray")) as rt:
+        async with build_runtime(Settings(engine="ray")) as rt:
             jobs = rt.jobs([str(images)], None)
             local = await _poisoned(rt)  # the local engine's process: unused on Ray
             return await rt.run(jobs, local, command="score", trace=TraceWriter(None),

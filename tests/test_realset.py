@@ -14,12 +14,12 @@ from agentiqa_cli.bench.realset import STYLES, RealsetSpec, Runner, build, load_
 from agentiqa_cli.bench.synth import read_manifest
 from agentiqa_cli.errors import ConfigError
 
-SPEC = Path(__file__).resolve().parent.parent / "scripts" / "realset.yaml"
-FITSET = SPEC.with_name("fitset.yaml")
+HELD_OUT = Path(__file__).resolve().parent.parent / "scripts" / "realset.yaml"
+FITSET = HELD_OUT.with_name("fitset.yaml")
 
 
 def test_shipped_spec_covers_the_styles_and_sources() -> None:
-    spec = load_spec(SPEC)
+    spec = load_spec(HELD_OUT)
     styles = {s for i in spec.images for s in i.styles}
     assert set(STYLES) - {"plain"} <= styles
     assert {i.package for i in spec.images if i.package} == {
@@ -35,7 +35,7 @@ def test_shipped_spec_covers_the_styles_and_sources() -> None:
 
 
 def test_fit_set_and_held_out_set_share_no_image() -> None:
-    held, fit = load_spec(SPEC), load_spec(FITSET)
+    held, fit = load_spec(HELD_OUT), load_spec(FITSET)
     where = lambda spec: {(i.package, i.path) for i in spec.images if i.package}  # noqa: E731
     assert not where(held) & where(fit)
     assert not {i.name for i in held.images} & {i.name for i in fit.images}

@@ -205,3 +205,25 @@ def test_formula_and_control_character_names(
     assert "\x1b" not in text and "\\x1b[31m" in text
     rep = build_report(Path("s.csv"))
     assert rep.readable == 3 and not rep.unreadable
+
+
+def test_non_finite_scores_are_no_score_and_json_stays_strict(tmp_path: Path) -> None:
+    scene(1, 64, 64).save(tmp_path / "a.png")
+    scene(2, 64, 64).save(tmp_path / "b.png")
+    (tmp_path / "r.csv").write_text("image,status,score,level\na.png,ok,-inf,bad\nb.png,ok,nan,\n")
+    rows = read_rows(tmp_path / "r.csv")
+    assert [r.score for r in rows] == [None, None]
+    code, out = invoke("report", tmp_path / "r.csv", "--json", "-q")
+    assert code == 0, out
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"not JSON: {name}")
+
+    assert json.loads(out, parse_constant=refuse)["images"] == 2
+
+
+def test_print_json_writes_non_finite_numbers_as_null(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentiqa_cli.cli.render import print_json
+
+    print_json({"a": float("-inf"), "b": [float("nan"), 1.5], "c": (2.0,)})
+    assert json.loads(capsys.readouterr().out) == {"a": None, "b": [None, 1.5], "c": [2.0]}

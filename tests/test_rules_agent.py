@@ -11,12 +11,13 @@ from PIL import Image
 from scipy.ndimage import gaussian_filter
 
 from agentiqa_cli.batch import Decoder, Pair
-from agentiqa_cli.bench.synth import distort, sample_photos
+from agentiqa_cli.bench.synth import sample_photos
 from agentiqa_cli.categories import category_of_kind
 from agentiqa_cli.config import Settings
 from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.imaging.distort import distort
 from agentiqa_cli.records import SEVERITIES
-from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.wiring import build_runtime
 
 # synthetic kinds the rules agent must name, each under its category (agentiqa_cli/categories.py)
 CHECKED_KINDS = ("blur", "brighten", "contrast", "darken", "jpeg", "noise")
@@ -44,7 +45,7 @@ def assess(
         pairs.append(Pair(job, img, ref, key=name))
 
     async def go() -> list[object]:
-        async with Runtime(settings) as rt:
+        async with build_runtime(settings) as rt:
             agent = await rt.agent()
             return await asyncio.gather(*(agent(p) for p in pairs))
 
@@ -198,7 +199,7 @@ def test_the_agents_evidence_is_the_signal_detectors_only() -> None:
     on every image as evidence (without --ref it could only fail there)."""
 
     async def go() -> list[str]:
-        async with Runtime(Settings()) as rt:
+        async with build_runtime(Settings()) as rt:
             return [c.name for c in (await rt.agent()).evidence_cards]
 
     names = asyncio.run(go())

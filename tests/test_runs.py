@@ -16,7 +16,7 @@ from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.runs import Bench
 from agentiqa_cli.config import Settings
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.wiring import build_runtime
 from tests.conftest import natural_like, save_rgb
 from tests.test_cli_score import invoke
 
@@ -86,7 +86,7 @@ def test_bench_decodes_each_reference_once_and_nr_none(
     monkeypatch.setattr(batch_mod, "load_image", spy)
 
     async def go() -> dict[str, list[float | None]]:
-        async with Runtime(Settings(concurrency=2)) as rt:
+        async with build_runtime(Settings(concurrency=2)) as rt:
             bench = Bench(rt, TraceWriter(None))
             cards = rt.cards.resolve(["psnr", "sharpness"])
             return await bench.methods(items, cards, assess=False)

@@ -392,7 +392,7 @@ def test_a_requested_tool_that_cannot_run_makes_an_error_row(photo: Path) -> Non
 
 
 def test_error_rows_count_the_calls_made(photo: Path) -> None:
-    from agentiqa_cli.batch import Decoder, Pair, run_batch
+    from agentiqa_cli.batch import Decoder, Pair, RunSink, run_batch
     from agentiqa_cli.errors import VLMError
     from agentiqa_cli.imaging.discover import Job
     from agentiqa_cli.io.trace import NO_TRACE
@@ -408,8 +408,7 @@ def test_error_rows_count_the_calls_made(photo: Path) -> None:
             process,
             fingerprint="f",
             decoder=Decoder(10**8),
-            writer=None,
-            trace=NO_TRACE.writer,
+            sink=RunSink(NO_TRACE.writer),
         )
     )
     (row,) = summary.results
@@ -509,7 +508,7 @@ UNSAFE = "{{ query.__class__.__mro__ }}"
 def test_unsafe_prompt_template_is_refused_at_load(tmp_path: Path, expr: str) -> None:
     import shutil
 
-    from agentiqa_cli.agent.prompts import load_prompts
+    from agentiqa_cli.asking.prompts import load_prompts
     from agentiqa_cli.errors import ConfigError
     from agentiqa_cli.resources import default_prompts_dir
 
@@ -534,25 +533,28 @@ def test_assess_fix_counts_each_call_once(photo: Path, monkeypatch: pytest.Monke
     from agentiqa_cli.imperfect.roles import Decision
     from agentiqa_cli.records import Result, Usage
 
-    async def decide(asker: object, pair: Pair, query: str, usage: Usage) -> Decision:
-        usage.add(Usage(calls=1, prompt_tokens=10))
+    async def decide(asker: object, pair: Pair, query: str) -> Decision:
+        pair.usage.add(Usage(calls=1, prompt_tokens=10))
         return Decision([], [SimpleNamespace(tool="lum")], [])  # type: ignore[list-item]
 
     async def apply(x: object, ops: object, pair: Pair) -> tuple[object, list[object], list[str]]:
         return x, [], []
 
-    async def agent(pair: Pair) -> Result:
-        pair.usage.add(Usage(calls=1, prompt_tokens=100))
-        result = pair.result()
-        result.usage = pair.usage
-        return result
+    class Agent:
+        ask, query = None, "q"
+
+        async def __call__(self, pair: Pair) -> Result:
+            pair.usage.add(Usage(calls=1, prompt_tokens=100))
+            result = pair.result()
+            result.usage = pair.usage
+            return result
 
     monkeypatch.setattr(fixing, "_decide", decide)
     monkeypatch.setattr(fixing, "_apply", apply)
     job = Job(image=photo, root=photo.parent)
     image, _ = Decoder(10**8).decode(job)
     pair = Pair(job, image, None, "k")
-    result = asyncio.run(fixing.FixingAgent(agent, None, "q", "quality")(pair))  # type: ignore[arg-type]
+    result = asyncio.run(fixing.FixingAgent(Agent(), "quality")(pair))  # type: ignore[arg-type]
     assert (result.usage.calls, result.usage.prompt_tokens) == (3, 210)
 
 

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from agentiqa_cli import batch
-from agentiqa_cli.batch import Decoder, Pair, job_bytes, run_batch
+from agentiqa_cli.batch import Decoder, Pair, RunSink, job_bytes, run_batch
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.io.trace import NO_TRACE
 from agentiqa_cli.records import Result
@@ -30,8 +30,8 @@ def _run(jobs: list[Job], budget: int) -> dict[str, int]:
         now[kind] -= 1
         return pair.result()
 
-    run = run_batch(jobs, process, fingerprint="f", decoder=Decoder(10**8), writer=None,
-                    trace=NO_TRACE.writer, concurrency=4, memory_budget=budget)  # fmt: skip
+    run = run_batch(jobs, process, fingerprint="f", decoder=Decoder(10**8),
+                    sink=RunSink(NO_TRACE.writer), concurrency=4, memory_budget=budget)  # fmt: skip
     asyncio.run(run)
     return most
 

@@ -70,7 +70,7 @@ def test_bad_config_and_calibration_files_are_exit_2(
 
 @pytest.mark.parametrize("kind", list(BAD_TEXT))
 def test_a_bad_tool_card_or_prompt_is_a_config_error(tmp_path: Path, kind: str) -> None:
-    from agentiqa_cli.agent.prompts import load_prompt
+    from agentiqa_cli.asking.prompts import load_prompt
     from agentiqa_cli.tools.cards import load_card
 
     for loader, name in ((load_card, "sharpness.yaml"), (load_prompt, "planner.yaml")):

@@ -39,7 +39,7 @@ def _planner_with(tmp_path: Path, expr: str) -> Path:
     ids=["nested-empty", "nested-output", "str-repeat", "repeat-left", "list", "power", "big"],
 )
 def test_a_runaway_template_is_a_usage_error_fast(tmp_path: Path, expr: str) -> None:
-    from agentiqa_cli.agent.prompts import load_prompts
+    from agentiqa_cli.asking.prompts import load_prompts
 
     spec = load_prompts(_planner_with(tmp_path, expr))["planner"]
     t0 = time.monotonic()
@@ -49,7 +49,7 @@ def test_a_runaway_template_is_a_usage_error_fast(tmp_path: Path, expr: str) -> 
 
 
 def test_small_loops_and_repeats_still_render(tmp_path: Path) -> None:
-    from agentiqa_cli.agent.prompts import load_prompts
+    from agentiqa_cli.asking.prompts import load_prompts
 
     expr = (
         "{% for i in range(3) %}{{ i }}{% endfor %}{{ '-' * 3 }}{{ 2 ** 10 }}{{ range(4)|length }}"
@@ -67,14 +67,14 @@ def test_small_loops_and_repeats_still_render(tmp_path: Path) -> None:
      "{{ query.format(query) }}", "{{ '{x.y}'.format_map({'x': query}) }}"],
 )  # fmt: skip
 def test_str_format_reaching_for_attributes_is_refused_at_load(tmp_path: Path, expr: str) -> None:
-    from agentiqa_cli.agent.prompts import load_prompts
+    from agentiqa_cli.asking.prompts import load_prompts
 
     with pytest.raises(ConfigError, match=r"unsafe template: str\.format"):
         load_prompts(_planner_with(tmp_path, expr))
 
 
 def test_a_plain_str_format_is_allowed(tmp_path: Path) -> None:
-    from agentiqa_cli.agent.prompts import load_prompts
+    from agentiqa_cli.asking.prompts import load_prompts
 
     spec = load_prompts(_planner_with(tmp_path, "{{ '<{}>'.format(query) }}"))["planner"]
     assert "<q>" in " ".join(

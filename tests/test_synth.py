@@ -10,17 +10,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from agentiqa_cli.bench.synth import (
-    KINDS,
-    LEVELS,
-    distort,
-    generate,
-    generate_from_dir,
-    read_manifest,
-    sample_photos,
-)
+from agentiqa_cli.bench.synth import generate, generate_from_dir, read_manifest, sample_photos
 from agentiqa_cli.bench.synth_eval import load_manifest
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.distort import KINDS, LEVELS, distort
 
 LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 

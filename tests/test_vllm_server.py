@@ -22,7 +22,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from agentiqa_cli.agent.roles import parse_reply
+from agentiqa_cli.asking.asker import parse_reply
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.records import CATEGORIES, Plan
 from agentiqa_cli.vlm.base import ImagePart, Message, VLMRequest
@@ -322,7 +322,7 @@ def test_assess_end_to_end_against_the_server(
     from agentiqa_cli.agent.fusion import fuse, level_logprobs, softmax_levels
     from agentiqa_cli.agent.pipeline import SUMMARY_PREFIX
     from agentiqa_cli.agent.replies import AnalyzeReply, ScoreReply, SelectReply
-    from agentiqa_cli.agent.roles import parse_reply
+    from agentiqa_cli.asking.asker import parse_reply
     from agentiqa_cli.records import Plan
     from agentiqa_cli.scoring import fuse_tools
     from agentiqa_cli.vlm.base import VLMReply

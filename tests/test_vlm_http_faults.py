@@ -25,7 +25,7 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.agent.replies import ScoreReply
-from agentiqa_cli.agent.roles import parse_reply
+from agentiqa_cli.asking.asker import parse_reply
 from agentiqa_cli.errors import VLMError, VLMUnreachableError
 from agentiqa_cli.vlm.base import VLM, ImagePart, Message, VLMRequest
 from agentiqa_cli.vlm.http import OpenAIHTTPVLM, normalize_base_url

@@ -1,4 +1,4 @@
-"""The seam where learnt experience replaces the ``select`` role (seed 002).
+"""The seam where learnt experience replaces the ``select`` role (EvoIR-Agent).
 
 Before the agent asks the VLM which tool measures each distortion category, a
 ``ToolAdvisor`` may answer some categories itself; only the rest go to the model. After an

@@ -1,4 +1,4 @@
-"""Score fusion (seed 000 §3.3, Eqs. 4–5) and reading level probabilities off a reply.
+"""Score fusion (AgenticIQA §3.3, Eqs. 4–5) and reading level probabilities off a reply.
 
 The paper's final score ``q = Σ_c α_c p_c c`` is not on the 1–5 scale (α and p both sum
 to one, so their product sums to less); we normalise by ``Σ_c α_c p_c``, which keeps the

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 from pydantic import JsonValue
 
 from agentiqa_cli.agent.advice import Advice, ToolAdvisor
-from agentiqa_cli.agent.crops import crop_sha256, cut
 from agentiqa_cli.agent.fusion import capped, fuse, level_logprobs, nonfinite_note, softmax_levels
 from agentiqa_cli.agent.inputs import (
     AnalyzeInput,
@@ -31,8 +30,10 @@ from agentiqa_cli.agent.inputs import (
     SummarizeInput,
 )
 from agentiqa_cli.agent.probe import ProbeOutcome, probe_rules, probe_vlm, should_zoom
+from agentiqa_cli.agent.probe.crops import crop_sha256, cut
 from agentiqa_cli.agent.replies import AnalyzeReply, ScoreReply
-from agentiqa_cli.agent.roles import Asker, Prober, images_of
+from agentiqa_cli.agent.roles import AgentAsker, Prober
+from agentiqa_cli.asking.asker import Asker, images_of
 from agentiqa_cli.batch import Pair, trace_tool_scores
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.load import LoadedImage
@@ -86,7 +87,7 @@ class Agent:
     ):
         """``advisor`` (an experience pool) may choose tools for some categories instead of
         the ``select`` role, and learns from each image (``agent/advice.py``)."""
-        self.ask = asker
+        self.ask = AgentAsker.of(asker)  # the typed call of each role
         self.advisor = advisor
         self.cards = cards
         self.runner = runner
@@ -96,6 +97,11 @@ class Agent:
         self._offered = candidates(cards, True, options.learned_tools)
         self._plans: dict[tuple[str, bool], asyncio.Future[Plan]] = {}
         self._selections: dict[tuple[frozenset[str], bool], asyncio.Future[dict[str, str]]] = {}
+
+    @property
+    def query(self) -> str:
+        """The question every image is assessed for (``--query``)."""
+        return self.opt.query
 
     # -- shared, cached steps ---------------------------------------------------------------
     def candidates(self, full_reference: bool) -> list[ToolCard]:
@@ -123,7 +129,7 @@ class Agent:
         return plan
 
     async def select(
-        self, categories: Sequence[Category], full_reference: bool, usage: Usage, pair: Pair
+        self, categories: Sequence[Category], full_reference: bool, pair: Pair
     ) -> dict[str, str]:
         async def ask() -> dict[str, str]:
             cands = self.candidates(full_reference)
@@ -133,7 +139,7 @@ class Agent:
                 categories=list(categories),
                 candidates=cands,
             )
-            reply = await self.ask.select(inputs, usage, pair)
+            reply = await self.ask.select(inputs, pair)
             names = {c.name for c in cands}
             return {
                 str(cat): tool
@@ -157,7 +163,6 @@ class Agent:
         categories: Sequence[Category],
         full_reference: bool,
         evidence: Sequence[ToolScore],
-        usage: Usage,
         pair: Pair,
     ) -> dict[str, str]:
         """A tool per category: from the advisor where it knows (traced with its d and SE;
@@ -179,7 +184,7 @@ class Agent:
                 note="experience pool (no model call)",
             )
         rest = [c for c in categories if c not in advised]
-        chosen = await self.select(rest, full_reference, usage, pair) if rest else {}
+        chosen = await self.select(rest, full_reference, pair) if rest else {}
         return chosen | {cat: a.tool for cat, a in advised.items()}
 
     async def _learn(self, pair: Pair, findings: Sequence[Finding]) -> None:
@@ -228,7 +233,7 @@ class Agent:
         has_ref = pair.reference is not None
         plan = await self.plan(has_ref, usage, pair.trace)
         evidence = await self._evidence(pair)
-        probe = await self._probe(pair, plan, evidence, usage)
+        probe = await self._probe(pair, plan, evidence)
         local = probe.findings() if probe is not None else []
 
         findings: list[Finding] = []
@@ -237,7 +242,7 @@ class Agent:
         reply_lp: dict[str, float] | None = None
         lp_note: str | None = None
         for round_ in range(MAX_REPLANS + 1):
-            findings, scores = await self._measure(plan, pair, evidence, usage)
+            findings, scores = await self._measure(plan, pair, evidence)
             findings += local
             inputs = SummarizeInput(
                 **self._looking(has_ref, evidence),
@@ -246,12 +251,12 @@ class Agent:
                 tool_scores=scores,
                 fusion=self.opt.fusion,
             )
-            summary, reply = await self.ask.summarize(inputs, usage, pair)
+            summary, reply = await self.ask.summarize(inputs, pair)
             reply_lp = level_logprobs(reply, SUMMARY_PREFIX)
             lp_note = nonfinite_note(reply, SUMMARY_PREFIX)
             if summary.sufficient or round_ == MAX_REPLANS:
                 break
-            plan = await self._replan(plan, pair, summary.reasoning, usage, round_ + 1)
+            plan = await self._replan(plan, pair, summary.reasoning, round_ + 1)
 
         assert summary is not None
         norms = fusable(scores)
@@ -303,7 +308,7 @@ class Agent:
         """A multiple-choice question about one image (the agent's query is the question);
         the interpretation summarizer picks a letter, returned as the result's ``choice``.
 
-        ``track`` isolates the component under test (seed 000 §4): a planner question is
+        ``track`` isolates the component under test (AgenticIQA §4): a planner question is
         answered from the plan of the user query it quotes, an executor-distortion question
         from the plan and the distortion analysis, an executor-tool question also from the
         tools chosen and run, a summarizer question (or ``None``: the whole agent) from
@@ -319,9 +324,9 @@ class Agent:
         scores: list[ToolScore] = []
         for round_ in range(MAX_REPLANS + 1):
             if track == "executor-distortion":
-                findings = await self._examine(widened(plan), pair, evidence, usage)
+                findings = await self._examine(widened(plan), pair, evidence)
             elif track != "planner":
-                findings, scores = await self._measure(plan, pair, evidence, usage)
+                findings, scores = await self._measure(plan, pair, evidence)
             inputs = InterpretInput(
                 **self._looking(has_ref, evidence),
                 plan=plan,
@@ -331,10 +336,10 @@ class Agent:
                 track=track,
                 candidates=[c.name for c in self.candidates(has_ref)],
             )
-            reply = await self.ask.interpret(inputs, usage, pair)
+            reply = await self.ask.interpret(inputs, pair)
             if reply.sufficient or round_ == MAX_REPLANS or track == "planner":
                 break
-            plan = await self._replan(plan, pair, reply.quality_reasoning, usage, round_ + 1)
+            plan = await self._replan(plan, pair, reply.quality_reasoning, round_ + 1)
         result = pair.result()
         result.choice = reply.final_answer
         result.answer = f"{reply.final_answer}: {reply.quality_reasoning}"[:300]
@@ -345,9 +350,9 @@ class Agent:
         return result
 
     async def _probe(
-        self, pair: Pair, plan: Plan, evidence: list[ToolScore], usage: Usage
+        self, pair: Pair, plan: Plan, evidence: list[ToolScore]
     ) -> ProbeOutcome | None:
-        """Context-aware probing (seed 001) when ``zoom`` asks for it: close-ups of the
+        """Context-aware probing (Q-Probe) when ``zoom`` asks for it: close-ups of the
         original find local artefacts the global view misses. With the rules backend (or
         when the VLM fails and ``--vlm-fallback rules`` is set) the rules version runs."""
         width, height = pair.image.size
@@ -367,7 +372,7 @@ class Agent:
 
         if rules_only:
             return await asyncio.to_thread(rules)
-        prober = Prober(self.ask, usage, pair.trace, self.opt.query, evidence)
+        prober = Prober(self.ask, pair.usage, pair.trace, self.opt.query, evidence)
         try:
             return await probe_vlm(prober, pair.image, pixel_budget=self.opt.pixel_budget,
                                    turns=self.opt.zoom_turns, emit=emit, cards=self.cards)  # fmt: skip
@@ -378,16 +383,14 @@ class Agent:
             return await asyncio.to_thread(rules)
 
     async def _measure(
-        self, plan: Plan, pair: Pair, evidence: list[ToolScore], usage: Usage
+        self, plan: Plan, pair: Pair, evidence: list[ToolScore]
     ) -> tuple[list[Finding], list[ToolScore]]:
         """The executor: distortions found and analysed, then the tools run for them."""
-        findings = await self._examine(plan, pair, evidence, usage)
-        scores = await self._tools(plan, pair, findings, evidence, usage)
+        findings = await self._examine(plan, pair, evidence)
+        scores = await self._tools(plan, pair, findings, evidence)
         return findings, scores
 
-    async def _replan(
-        self, plan: Plan, pair: Pair, feedback: str, usage: Usage, round_: int
-    ) -> Plan:
+    async def _replan(self, plan: Plan, pair: Pair, feedback: str, round_: int) -> Plan:
         """Ask the planner again with the summarizer's reason; whatever it answers, the new
         plan runs at least detection, analysis and tools, so the next round has evidence."""
         inputs = PlannerInput(
@@ -396,26 +399,24 @@ class Agent:
             tool_names=self.cards.names(),
             feedback=f"round {round_}: {feedback}",
         )
-        fresh = await self.ask.plan(inputs, usage, pair.trace)
+        fresh = await self.ask.plan(inputs, pair.usage, pair.trace)
         return widened(fresh if fresh.query_type == "IQA" else plan)
 
-    async def _examine(
-        self, plan: Plan, pair: Pair, evidence: list[ToolScore], usage: Usage
-    ) -> list[Finding]:
+    async def _examine(self, plan: Plan, pair: Pair, evidence: list[ToolScore]) -> list[Finding]:
         sw = plan.plan
         if plan.query_type != "IQA":
             return []
         looking = self._looking(pair.reference is not None, evidence)
         if sw.distortion_detection and sw.distortion_analysis:
             examine = ExamineInput.model_validate(looking | {"scopes": plan.scopes})
-            return _findings_of(await self.ask.examine(examine, usage, pair))
+            return _findings_of(await self.ask.examine(examine, pair))
         if sw.distortion_detection:
             detect = DetectInput.model_validate(looking | {"scopes": plan.scopes})
-            det = await self.ask.detect(detect, usage, pair)
+            det = await self.ask.detect(detect, pair)
             return _unanalysed(det.distortion_set, "detected; severity not analysed")
         if plan.distortions and sw.distortion_analysis:
             analyze = AnalyzeInput.model_validate(looking | {"distortions": plan.distortions})
-            return _findings_of(await self.ask.analyze(analyze, usage, pair))
+            return _findings_of(await self.ask.analyze(analyze, pair))
         if plan.distortions:
             return _unanalysed(plan.distortions, "named in the query; not analysed")
         return []
@@ -441,7 +442,6 @@ class Agent:
         pair: Pair,
         findings: list[Finding],
         evidence: list[ToolScore],
-        usage: Usage,
     ) -> list[ToolScore]:
         sw = plan.plan
         if plan.query_type != "IQA" or not sw.tool_execute:
@@ -453,7 +453,7 @@ class Agent:
         else:
             cats = list(dict.fromkeys(f.category for f in findings if f.severity != "none"))
             if sw.tool_selection and cats and self.candidates(full_ref):
-                selected = await self.choose(cats, full_ref, evidence, usage, pair)
+                selected = await self.choose(cats, full_ref, evidence, pair)
                 # in the findings' order (categories the reply added, after them)
                 order = sorted(selected, key=lambda c: cats.index(c) if c in cats else len(cats))
                 by_category = {c: self._measuring(c, selected[c], evidence) for c in order}
@@ -484,7 +484,7 @@ class Agent:
             )
             for c in cards
         ]
-        return whole + await self._on_objects(plan, pair, findings, by_category, usage)
+        return whole + await self._on_objects(plan, pair, findings, by_category)
 
     async def _on_objects(
         self,
@@ -492,9 +492,8 @@ class Agent:
         pair: Pair,
         findings: list[Finding],
         by_category: dict[str, str],
-        usage: Usage,
     ) -> list[ToolScore]:
-        """Seed 000's per-object execution: a distortion found on an object the plan names
+        """AgenticIQA's per-object execution: a distortion found on an object the plan names
         (not ``Global``) is measured again, with the tool chosen for it, on the object's
         region, when the ``locate`` role finds the object (one call per object and image).
         An object that is not found keeps the whole-image reading only (traced)."""
@@ -507,7 +506,7 @@ class Agent:
         for_cat = _tool_categories(by_category)
         out: list[ToolScore] = []
         for scope, tools in wanted.items():
-            region = await self._locate(scope, pair, usage)
+            region = await self._locate(scope, pair)
             if region is None:
                 continue
             image, reference = region
@@ -522,13 +521,15 @@ class Agent:
         return out
 
     async def _locate(
-        self, scope: str, pair: Pair, usage: Usage
+        self, scope: str, pair: Pair
     ) -> tuple[LoadedImage, LoadedImage | None] | None:
         """The object's region of the image (and of the reference), or None."""
         w, h = pair.image.size
         inputs = LocateInput(query=self.opt.query, target=scope, width=w, height=h)
         try:
-            reply, _ = await self.ask.ask(inputs, LocateReply, usage, pair.trace, images_of(pair))
+            reply, _ = await self.ask.ask(
+                inputs, LocateReply, pair.usage, pair.trace, images_of(pair)
+            )
         except VLMError as e:
             pair.trace.emit("tool", note=f"{scope}: not located ({e}); whole image only")
             return None

@@ -1,4 +1,4 @@
-"""The ``rules`` backend's planner: query keywords → plan, following seed 000 App. A.2.
+"""The ``rules`` backend's planner: query keywords → plan, following AgenticIQA App. A.2.
 
 No model is involved, so everything here is a heuristic over the query's words:
 distortion words map onto the seven categories, aesthetic words make a query "Other",

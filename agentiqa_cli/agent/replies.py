@@ -1,27 +1,23 @@
-"""The structured replies each role returns, and the one source of their output schemas.
+"""The structured replies the agent's roles return (declared with them in agent/roles.py).
 
 A VLM reply is validated into one of these models; the rules backend builds them directly.
-The JSON schema a role is decoded with is derived from its model (``REPLY_SCHEMAS``): the
+The JSON schema a role is decoded with is derived from its model (``Role.schema``): the
 Python types give the properties, enums and validated lengths, and ``Decode`` annotations
 add what only bounds generation (one key per scope, at most 7 items, tool names of the run).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentiqa_cli.agent.probe_records import ProbeFinalReply, ProbeTurnReply
-from agentiqa_cli.agent.schemas import reply_schema, schema_problems
-from agentiqa_cli.imperfect.records import FixReply, LocateReply
 from agentiqa_cli.records import (
     CATEGORIES,
-    EVAL_MAX_ASPECTS,
-    EVAL_N_MAX,
-    EVAL_N_MIN,
+    OPTION_LETTERS,
     Category,
     Decode,
+    Letter,
     Level,
     Plan,
     PresentSeverity,
@@ -30,12 +26,9 @@ from agentiqa_cli.records import (
 
 __all__ = [
     "OPTION_LETTERS",
-    "REPLY_MODELS",
-    "REPLY_SCHEMAS",
     "AnalysisItem",
     "AnalyzeReply",
     "DetectReply",
-    "EvalPlanReply",
     "ExamineItem",
     "ExamineReply",
     "InterpretReply",
@@ -43,13 +36,6 @@ __all__ = [
     "ScoreReply",
     "SelectReply",
 ]
-
-# as many letters as a question file may give options (bench/mcq.py accepts A-Z)
-Letter = Literal[
-    "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M",
-    "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z",
-]  # fmt: skip
-OPTION_LETTERS = "".join(get_args(Letter))  # InterpretReply.final_answer's alphabet
 
 Explanation = Annotated[str, Field(max_length=200)]
 # each category at most once per scope
@@ -127,51 +113,3 @@ class InterpretReply(_Reply):
     final_answer: Annotated[Letter, Decode(enum_from="letters")]  # only the question's letters
     quality_reasoning: str = Field(max_length=500)
     sufficient: bool = True
-
-
-class EvalPlanReply(_Reply):
-    """The evaluation planner's decision (seed 004's Plan Agent); ``thought`` first, as in
-    the paper (explain, then act)."""
-
-    thought: str = Field(max_length=300)
-    sub_aspects: list[Annotated[str, Field(min_length=1, max_length=60)]] = Field(
-        min_length=1, max_length=EVAL_MAX_ASPECTS
-    )
-    done: bool
-    summary: str = Field(max_length=400)  # why the evidence suffices (when done)
-    sub_aspect: str = Field(min_length=1, max_length=60)  # the next round's (if not done)
-    tool: _ToolName
-    n: int = Field(ge=EVAL_N_MIN, le=EVAL_N_MAX)
-    prompts: list[Annotated[str, Field(min_length=1, max_length=160)]] = Field(
-        default_factory=list, max_length=EVAL_N_MAX
-    )
-
-
-# The reply model each role's output is decoded with.
-REPLY_MODELS: dict[str, type[BaseModel]] = {
-    "planner": Plan,
-    "detect": DetectReply,
-    "analyze": AnalyzeReply,
-    "examine": ExamineReply,
-    "select": SelectReply,
-    "summarize": ScoreReply,
-    "interpret": InterpretReply,
-    "probe": ProbeTurnReply,
-    "probe_final": ProbeFinalReply,
-    "eval_plan": EvalPlanReply,
-    "fix": FixReply,
-    "locate": LocateReply,
-}
-
-
-def _schemas() -> dict[str, dict[str, Any]]:
-    out = {role: reply_schema(model) for role, model in REPLY_MODELS.items()}
-    for role, schema in out.items():
-        problems = schema_problems(schema, directives=True)
-        if problems:  # a programming error: every shipped reply must decode in bounded time
-            raise TypeError(f"{REPLY_MODELS[role].__name__}: {'; '.join(problems[:3])}")
-    return out
-
-
-# role → output schema with run-time directives (expanded by ``PromptSpec.schema_for``)
-REPLY_SCHEMAS: dict[str, dict[str, Any]] = _schemas()

@@ -1,18 +1,17 @@
-"""Asking one role: render its prompt from a typed input, call the VLM, validate, trace.
+"""The agent's roles, declared (input, reply, trace step, rules answer), and its typed asks.
 
-``Asker`` is the only place that turns a role input into a VLM request, so constrained
-decoding, re-asking after an invalid reply, ``--vlm-fallback rules`` and the trace are
-handled once for every role.
+Each role of the assessment pipeline is registered here beside its typed input
+(``agent/inputs.py``) and reply (``agent/replies.py``); ``asking/registry.py`` says what a
+declaration holds. ``AgentAsker`` is the generic ``Asker`` with one typed call per role.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
+from agentiqa_cli.agent import rules
 from agentiqa_cli.agent.inputs import (
     AnalyzeInput,
     DetectInput,
@@ -24,160 +23,70 @@ from agentiqa_cli.agent.inputs import (
     evidence_view,
 )
 from agentiqa_cli.agent.probe import ProbeFinalInput, ProbeTurnInput
-from agentiqa_cli.agent.probe_records import ProbeFinalReply, ProbeTurnReply
-from agentiqa_cli.agent.prompts import PromptSpec
+from agentiqa_cli.agent.probe.records import ProbeFinalReply, ProbeTurnReply
 from agentiqa_cli.agent.replies import (
     AnalyzeReply,
     DetectReply,
+    ExamineReply,
     InterpretReply,
     ScoreReply,
     SelectReply,
 )
+from agentiqa_cli.asking.asker import Asker, images_of
+from agentiqa_cli.asking.registry import Role, register
 from agentiqa_cli.batch import Pair
-from agentiqa_cli.errors import VLMError
 from agentiqa_cli.io.trace import ImageTrace
-from agentiqa_cli.records import Plan, PromptRequest, ReplyRecord, Step, ToolScore, Usage
-from agentiqa_cli.vlm.base import VLM, ImagePart, RoleInput, VLMReply, VLMRequest
+from agentiqa_cli.records import Plan, ToolScore, Usage
+from agentiqa_cli.vlm.base import RoleInput, VLMReply
 
 R = TypeVar("R", bound=BaseModel)
 
-# trace step of each role (SPEC §3): the combined call is traced as an analysis
-STEP: dict[str, Step] = {
-    "planner": "plan",
-    "detect": "detect",
-    "analyze": "analyze",
-    "examine": "analyze",
-    "select": "select",
-    "summarize": "summarize",
-    "interpret": "summarize",
-    "probe": "probe",
-    "probe_final": "probe",
-    "eval_plan": "eval_plan",  # `evaluate`'s planner (one call per round, not per image)
-    "fix": "imperfect",  # imperfections before assessment (imperfect/roles.py)
-    "locate": "imperfect",
-}
-# enough positions to re-derive the level distribution from the trace
-TRACED_POSITIONS = 32
+# trace steps: the combined examine call is traced as an analysis, interpret as a summary;
+# probing's rules version runs inside the agent (agent/probe/rules.py), not as an answer
+register(Role(PlannerInput, Plan, step="plan", answer=rules.plan))
+register(Role(DetectInput, DetectReply, step="detect", answer=rules.detect))
+register(Role(AnalyzeInput, AnalyzeReply, step="analyze", answer=rules.analyze))
+register(Role(ExamineInput, ExamineReply, step="analyze", answer=rules.examine))
+register(Role(SelectInput, SelectReply, step="select", answer=rules.select))
+register(Role(SummarizeInput, ScoreReply, step="summarize", answer=rules.summarize))
+register(Role(InterpretInput, InterpretReply, step="summarize", answer=rules.interpret))
+register(Role(ProbeTurnInput, ProbeTurnReply, step="probe", answer=None))
+register(Role(ProbeFinalInput, ProbeFinalReply, step="probe", answer=None))
 
 
-class Asker:
-    def __init__(
-        self,
-        vlm: VLM,
-        prompts: dict[str, PromptSpec],
-        fallback: VLM | None = None,
-        reasks: int = 1,
-    ):
-        self.vlm = vlm
-        self.prompts = prompts
-        self.fallback = fallback
-        self.reasks = reasks
+class AgentAsker(Asker):
+    """The agent's typed calls, one per role, over the generic ``Asker``."""
 
-    async def ask(
-        self,
-        inputs: RoleInput,
-        model: type[R],
-        usage: Usage,
-        trace: ImageTrace,
-        images: Sequence[ImagePart] = (),
-    ) -> tuple[R, VLMReply]:
-        """The validated reply of ``inputs.role``; the raw reply for its log-probabilities.
+    @classmethod
+    def of(cls, asker: Asker) -> AgentAsker:
+        if isinstance(asker, AgentAsker):
+            return asker
+        return cls(asker.vlm, asker.prompts, fallback=asker.fallback, reasks=asker.reasks)
 
-        An invalid reply is asked again (``reasks``); a backend failure goes to the fallback
-        backend when there is one; every attempt is traced."""
-        spec = self.prompts[inputs.role]
-        request = VLMRequest(
-            role=inputs.role,
-            messages=spec.render(images=images, **inputs.variables()),
-            inputs=inputs,
-            json_schema=spec.schema_for(**inputs.dynamic()),
-            top_logprobs=spec.top_logprobs,
-            max_tokens=spec.max_tokens,
-        )
-        last_error = ""
-        for backend in (self.vlm, self.fallback):
-            if backend is None:
-                continue
-            if not backend.supports_logprobs:
-                request.top_logprobs = 0
-            for _attempt in range(self.reasks + 1):
-                try:
-                    reply = await backend.complete(request)
-                except VLMError as e:
-                    last_error = str(e)
-                    self._event(trace, spec, request, None, None, f"{backend.name}: {e}")
-                    break  # transport retries happen inside the backend
-                usage.add(reply.usage)  # vlm_calls counts model calls only (rules reports none)
-                try:
-                    parsed = parse_reply(reply, model)
-                except VLMError as e:
-                    last_error = str(e)
-                    self._event(trace, spec, request, reply, None, f"{backend.name}: {e}")
-                    continue
-                note = None if backend is self.vlm else f"fallback to rules after: {last_error}"
-                self._event(trace, spec, request, reply, parsed, note)
-                return parsed, reply
-        raise VLMError(f"{inputs.role}: {last_error}")
-
-    def _event(
-        self,
-        trace: ImageTrace,
-        spec: PromptSpec,
-        request: VLMRequest,
-        reply: VLMReply | None,
-        parsed: BaseModel | None,
-        note: str | None,
-    ) -> None:
-        trace.emit(
-            STEP.get(request.role, "summarize"),
-            request=PromptRequest(
-                prompt=spec.fingerprint,
-                messages=[m.model_dump(mode="json") for m in request.messages],
-                constrained=request.json_schema is not None,
-                top_logprobs=request.top_logprobs,
-            ),
-            reply=None
-            if reply is None
-            else ReplyRecord.bounded(
-                reply.text,
-                finish_reason=reply.finish_reason,
-                model=reply.model,
-                tokens=reply.tokens[:TRACED_POSITIONS] if reply.tokens else None,
-                top_logprobs=reply.top_logprobs[:TRACED_POSITIONS] if reply.top_logprobs else None,
-            ),
-            parsed=None if parsed is None else parsed.model_dump(mode="json"),
-            latency=None if reply is None else reply.latency,
-            tokens=None if reply is None else reply.usage,
-            note=note,
-        )
-
-    # -- one typed call per role ------------------------------------------------------------
     async def plan(self, inputs: PlannerInput, usage: Usage, trace: ImageTrace) -> Plan:
         return (await self.ask(inputs, Plan, usage, trace))[0]
 
-    async def examine(self, inputs: ExamineInput, usage: Usage, pair: Pair) -> AnalyzeReply:
-        return await self._look(inputs, AnalyzeReply, usage, pair)
+    async def examine(self, inputs: ExamineInput, pair: Pair) -> AnalyzeReply:
+        return await self._look(inputs, AnalyzeReply, pair)
 
-    async def detect(self, inputs: DetectInput, usage: Usage, pair: Pair) -> DetectReply:
-        return await self._look(inputs, DetectReply, usage, pair)
+    async def detect(self, inputs: DetectInput, pair: Pair) -> DetectReply:
+        return await self._look(inputs, DetectReply, pair)
 
-    async def analyze(self, inputs: AnalyzeInput, usage: Usage, pair: Pair) -> AnalyzeReply:
-        return await self._look(inputs, AnalyzeReply, usage, pair)
+    async def analyze(self, inputs: AnalyzeInput, pair: Pair) -> AnalyzeReply:
+        return await self._look(inputs, AnalyzeReply, pair)
 
-    async def select(self, inputs: SelectInput, usage: Usage, pair: Pair) -> SelectReply:
-        return (await self.ask(inputs, SelectReply, usage, pair.trace))[0]
+    async def select(self, inputs: SelectInput, pair: Pair) -> SelectReply:
+        return (await self.ask(inputs, SelectReply, pair.usage, pair.trace))[0]
 
-    async def summarize(
-        self, inputs: SummarizeInput, usage: Usage, pair: Pair
-    ) -> tuple[ScoreReply, VLMReply]:
-        return await self.ask(inputs, ScoreReply, usage, pair.trace, images_of(pair))
+    async def summarize(self, inputs: SummarizeInput, pair: Pair) -> tuple[ScoreReply, VLMReply]:
+        return await self.ask(inputs, ScoreReply, pair.usage, pair.trace, images_of(pair))
 
-    async def interpret(self, inputs: InterpretInput, usage: Usage, pair: Pair) -> InterpretReply:
-        return await self._look(inputs, InterpretReply, usage, pair)
+    async def interpret(self, inputs: InterpretInput, pair: Pair) -> InterpretReply:
+        return await self._look(inputs, InterpretReply, pair)
 
-    async def _look(self, inputs: RoleInput, model: type[R], usage: Usage, pair: Pair) -> R:
+    async def _look(self, inputs: RoleInput, model: type[R], pair: Pair) -> R:
         """A role that looks at the image (and its reference)."""
-        return (await self.ask(inputs, model, usage, pair.trace, images_of(pair)))[0]
+        return (await self.ask(inputs, model, pair.usage, pair.trace, images_of(pair)))[0]
 
 
 class Prober:
@@ -200,37 +109,3 @@ class Prober:
         inputs = view.model_copy(update=self.extra)
         reply = await self.asker.ask(inputs, ProbeFinalReply, self.usage, self.trace, view.images)
         return reply[0]
-
-
-def images_of(pair: Pair) -> list[ImagePart]:
-    """The image to assess, then its reference when there is one."""
-    parts = [ImagePart(sha256=pair.image.sha256, path=pair.job.name, pixels=pair.image.pixels)]
-    if pair.reference is not None:
-        parts.append(
-            ImagePart(
-                sha256=pair.reference.sha256, path=pair.job.ref_name, pixels=pair.reference.pixels
-            )
-        )
-    return parts
-
-
-def parse_reply(reply: VLMReply, model: type[R]) -> R:
-    """Validate a constrained reply; a truncated or off-schema reply is a VLMError."""
-    if reply.truncated:
-        raise VLMError(
-            "reply truncated (finish_reason=length): raise max_tokens or shorten the schema"
-        )
-    try:
-        data = json.loads(reply.text)
-    except json.JSONDecodeError as e:
-        raise VLMError(
-            f"reply is not valid JSON ({e.msg} at {e.pos}): {reply.text[:120]!r}"
-        ) from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        raise VLMError(
-            f"reply does not match the {model.__name__} schema at {where}: {err['msg']}"
-        ) from None

@@ -1,19 +1,16 @@
-"""The ``rules`` backend: a deterministic agent behind the same VLM protocol.
+"""The rules backend's answers to the agent's roles (``asking/rules.py`` asks them).
 
-A model reads a request's rendered messages; this backend reads the typed role input
+A model reads a request's rendered messages; the rules backend reads the typed role input
 they were rendered from: the query for planning, the signal detectors' readings for
 detection and severity, the tool cards for selection, and the evidence for a templated
-explanation. It has no level log-probabilities, so fusion uses a uniform ``p``.
+explanation. Each answer is declared with its role in ``agent/roles.py``.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import time
 from collections.abc import Mapping
-
-from pydantic import BaseModel
 
 from agentiqa_cli.agent.fusion import capped
 from agentiqa_cli.agent.inputs import (
@@ -36,12 +33,10 @@ from agentiqa_cli.agent.replies import (
 )
 from agentiqa_cli.categories import category_of_detector, option_words
 from agentiqa_cli.errors import VLMError
-from agentiqa_cli.evaluate.planning import EvalPlanInput, rules_eval_plan
-from agentiqa_cli.imperfect.roles import FixInput, LocateInput, rules_fix, rules_locate
 from agentiqa_cli.records import CATEGORIES, Category, Finding, Plan, ToolScore, level_of
 from agentiqa_cli.scoring import fusable, fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
-from agentiqa_cli.vlm.base import RoleInput, VLMReply, VLMRequest
+from agentiqa_cli.tools.severity import findings
 
 _SEVERITY_RANK = {"none": 0, "slight": 1, "moderate": 2, "severe": 3, "extreme": 4}
 
@@ -61,173 +56,118 @@ def rank_tools(cards: list[ToolCard], category: str, full_reference: bool) -> li
     return sorted(usable, key=key)
 
 
-class RulesVLM:
-    """Implements the ``VLM`` protocol without a model: answers from the typed role input."""
+# -- the agent roles' rules answers (declared in agent/roles.py) ----------------------------
+def plan(inputs: PlannerInput, cards: CardSet) -> Plan:
+    return plan_query(inputs.query, inputs.has_reference, inputs.tool_names)
 
-    name = "rules"
-    model: str | None = "rules"
-    supports_schema = True
-    supports_logprobs = False
 
-    def __init__(self, cards: CardSet):
-        self.cards = cards
+def _findings(cards: CardSet, evidence: list[ToolScore]) -> list[Finding]:
+    readings = {s.tool: s.raw for s in evidence if s.raw is not None}
+    return findings(readings, cards)
 
-    async def check(self) -> None:
-        return None
 
-    async def aclose(self) -> None:
-        return None
+def _visible(cards: CardSet, evidence: list[ToolScore]) -> list[Finding]:
+    # "slight" readings are within what clean photos show (the paper: report a
+    # distortion only when it is visible); asked about explicitly, they are reported
+    return [f for f in _findings(cards, evidence) if f.severity not in ("none", "slight")]
 
-    async def complete(self, request: VLMRequest) -> VLMReply:
-        t0 = time.perf_counter()
-        reply = self.answer(request.inputs)
-        return VLMReply(
-            text=reply.model_dump_json(),
-            latency=time.perf_counter() - t0,
-            model="rules",
-            finish_reason="stop",
-        )
 
-    def answer(self, inputs: RoleInput | None) -> BaseModel:
-        """The reply for one role input (the deterministic counterpart of a model's)."""
-        match inputs:
-            case PlannerInput():
-                return plan_query(inputs.query, inputs.has_reference, inputs.tool_names)
-            case DetectInput():  # before ExamineInput: it is a subclass
-                return self._detect(inputs)
-            case ExamineInput():
-                return self._examine(inputs)
-            case AnalyzeInput():
-                return self._analyze(inputs)
-            case SelectInput():
-                return self._select(inputs)
-            case SummarizeInput():
-                return self._summarize(inputs)
-            case InterpretInput():
-                return self._interpret(inputs)
-            case EvalPlanInput():
-                return rules_eval_plan(inputs)
-            case FixInput():
-                return rules_fix(inputs)
-            case LocateInput():
-                return rules_locate(inputs)
-        if inputs is not None and inputs.role in ("probe", "probe_final"):
-            # the agent runs probing's rules version itself (agent/probe_rules.py)
-            raise VLMError("the rules backend does not probe through a model")
-        role = type(inputs).__name__ if inputs is not None else "a request without role input"
-        raise ValueError(f"rules backend cannot answer {role}")
+def examine(inputs: ExamineInput, cards: CardSet) -> AnalyzeReply:
+    return _analysis(_visible(cards, inputs.evidence), inputs.scopes)
 
-    # -- roles ------------------------------------------------------------------------------
-    def _findings(self, evidence: list[ToolScore]) -> list[Finding]:
-        from agentiqa_cli.tools.severity import findings
 
-        readings = {s.tool: s.raw for s in evidence if s.raw is not None}
-        return findings(readings, self.cards)
+def detect(inputs: DetectInput, cards: CardSet) -> DetectReply:
+    cats = list(dict.fromkeys(f.category for f in _visible(cards, inputs.evidence)))
+    return DetectReply(distortion_set={scope: cats for scope in inputs.scopes})
 
-    def _visible(self, evidence: list[ToolScore]) -> list[Finding]:
-        # "slight" readings are within what clean photos show (the paper: report a
-        # distortion only when it is visible); asked about explicitly, they are reported
-        return [f for f in self._findings(evidence) if f.severity not in ("none", "slight")]
 
-    def _examine(self, inputs: ExamineInput) -> AnalyzeReply:
-        return _analysis(self._visible(inputs.evidence), inputs.scopes)
-
-    def _detect(self, inputs: DetectInput) -> DetectReply:
-        cats = list(dict.fromkeys(f.category for f in self._visible(inputs.evidence)))
-        return DetectReply(distortion_set={scope: cats for scope in inputs.scopes})
-
-    def _analyze(self, inputs: AnalyzeInput) -> AnalyzeReply:
-        # explicit distortions: report each asked-for category, "none" when not measured
-        found = {f.category: f for f in self._findings(inputs.evidence)}
-        out: dict[str, list[AnalysisItem]] = {}
-        for scope, cats in inputs.distortions.items():
-            items = []
-            for cat in cats:
-                f = found.get(cat)
-                if f is None:
-                    items.append(
-                        AnalysisItem(
-                            type=cat,
-                            severity="none",
-                            explanation="not detected by the signal detectors",
-                        )
+def analyze(inputs: AnalyzeInput, cards: CardSet) -> AnalyzeReply:
+    # explicit distortions: report each asked-for category, "none" when not measured
+    found = {f.category: f for f in _findings(cards, inputs.evidence)}
+    out: dict[str, list[AnalysisItem]] = {}
+    for scope, cats in inputs.distortions.items():
+        items = []
+        for cat in cats:
+            f = found.get(cat)
+            if f is None:
+                items.append(
+                    AnalysisItem(
+                        type=cat,
+                        severity="none",
+                        explanation="not detected by the signal detectors",
                     )
-                else:
-                    items.append(
-                        AnalysisItem(
-                            type=f.category, severity=f.severity, explanation=f.reason[:200]
-                        )
-                    )
-            out[scope] = items
-        return AnalyzeReply(distortion_analysis=out)
+                )
+            else:
+                items.append(
+                    AnalysisItem(type=f.category, severity=f.severity, explanation=f.reason[:200])
+                )
+        out[scope] = items
+    return AnalyzeReply(distortion_analysis=out)
 
-    def _select(self, inputs: SelectInput) -> SelectReply:
-        chosen: dict[str, dict[Category, str]] = {}
-        for scope, cats in inputs.distortions.items():
-            chosen[scope] = {}
-            for cat in cats:
-                ranked = rank_tools(inputs.candidates, cat, inputs.full_reference)
-                if ranked:
-                    chosen[scope][cat] = ranked[0].name
-        return SelectReply(selected_tools=chosen)
 
-    def _interpret(self, inputs: InterpretInput) -> InterpretReply:
-        picked = answer_options(inputs, self.cards)
-        if picked is None:
-            # no guessing: an unsupported question is an unanswered question
-            raise VLMError("the rules backend has no evidence that decides this question")
-        letter, why = picked
-        return InterpretReply.model_validate(
-            {"final_answer": letter, "quality_reasoning": why[:500]}
-        )
+def select(inputs: SelectInput, cards: CardSet) -> SelectReply:
+    chosen: dict[str, dict[Category, str]] = {}
+    for scope, cats in inputs.distortions.items():
+        chosen[scope] = {}
+        for cat in cats:
+            ranked = rank_tools(inputs.candidates, cat, inputs.full_reference)
+            if ranked:
+                chosen[scope][cat] = ranked[0].name
+    return SelectReply(selected_tools=chosen)
 
-    def _summarize(self, inputs: SummarizeInput) -> ScoreReply:
-        scores = [s for s in inputs.tool_scores if s.ok]
-        if inputs.plan.query_type != "IQA":
-            return ScoreReply(
-                level="fair",
-                answer="The rules backend measures technical quality only; it cannot judge this.",
-                reasoning="Aesthetic or semantic questions need a vision-language model (--vlm).",
-                sufficient=True,
-            )
-        if not scores:
-            # nothing measured yet: ask the planner for a plan that runs tools
-            return ScoreReply(
-                level="fair", answer="", reasoning="no tool scores yet", sufficient=False
-            )
-        norms = fusable(scores) or [s.norm for s in scores if s.norm is not None]
-        qbar = fuse_tools(norms, inputs.fusion)
-        # the level the final score will say: q̄ (no level probabilities here), capped by
-        # the visible findings as the agent caps it
-        final = capped(qbar, inputs.findings, inputs.evidence)
-        level = level_of(final)
-        visible = sorted(
-            (f for f in inputs.findings if f.severity != "none"),
-            key=lambda f: -_SEVERITY_RANK[f.severity],
-        )
-        if visible:
-            worst = visible[0]
-            listed = ", ".join(f"{f.severity} {f.named}" for f in visible[:3])
-            answer = (
-                f"{level.capitalize()} quality; the main problem is {worst.severity} {worst.named}."
-            )
-            if low_light(visible):
-                answer = answer[:-1] + "; low light: dark and noisy."
-            why = f"Detected {listed}. {worst.reason}"
-        else:
-            answer = f"{level.capitalize()} quality; no distortion stands out."
-            why = "The signal detectors found no blur, noise, compression, exposure, contrast or colour problem."
-        readings = {s.tool: s.raw for s in inputs.evidence if s.raw is not None}
-        asked = cast_answer(inputs.query, readings) or yes_no_answer(
-            inputs.query, inputs.plan, inputs.findings
-        )
-        answer = asked or answer
-        tools = ", ".join(f"{s.tool} {s.norm:.2f}" for s in scores[:4] if s.norm is not None)
-        cap = f", capped at {final:.2f} by the findings" if final < qbar else ""
-        reasoning = f"{why} Tool scores (1-5): {tools}; {inputs.fusion} {qbar:.2f}{cap}."
+
+def interpret(inputs: InterpretInput, cards: CardSet) -> InterpretReply:
+    picked = answer_options(inputs, cards)
+    if picked is None:
+        # no guessing: an unsupported question is an unanswered question
+        raise VLMError("the rules backend has no evidence that decides this question")
+    letter, why = picked
+    return InterpretReply.model_validate({"final_answer": letter, "quality_reasoning": why[:500]})
+
+
+def summarize(inputs: SummarizeInput, cards: CardSet) -> ScoreReply:
+    scores = [s for s in inputs.tool_scores if s.ok]
+    if inputs.plan.query_type != "IQA":
         return ScoreReply(
-            level=level, answer=answer[:300], reasoning=reasoning[:500], sufficient=True
+            level="fair",
+            answer="The rules backend measures technical quality only; it cannot judge this.",
+            reasoning="Aesthetic or semantic questions need a vision-language model (--vlm).",
+            sufficient=True,
         )
+    if not scores:
+        # nothing measured yet: ask the planner for a plan that runs tools
+        return ScoreReply(level="fair", answer="", reasoning="no tool scores yet", sufficient=False)
+    norms = fusable(scores) or [s.norm for s in scores if s.norm is not None]
+    qbar = fuse_tools(norms, inputs.fusion)
+    # the level the final score will say: q̄ (no level probabilities here), capped by
+    # the visible findings as the agent caps it
+    final = capped(qbar, inputs.findings, inputs.evidence)
+    level = level_of(final)
+    visible = sorted(
+        (f for f in inputs.findings if f.severity != "none"),
+        key=lambda f: -_SEVERITY_RANK[f.severity],
+    )
+    if visible:
+        worst = visible[0]
+        listed = ", ".join(f"{f.severity} {f.named}" for f in visible[:3])
+        answer = (
+            f"{level.capitalize()} quality; the main problem is {worst.severity} {worst.named}."
+        )
+        if low_light(visible):
+            answer = answer[:-1] + "; low light: dark and noisy."
+        why = f"Detected {listed}. {worst.reason}"
+    else:
+        answer = f"{level.capitalize()} quality; no distortion stands out."
+        why = "The signal detectors found no blur, noise, compression, exposure, contrast or colour problem."
+    readings = {s.tool: s.raw for s in inputs.evidence if s.raw is not None}
+    asked = cast_answer(inputs.query, readings) or yes_no_answer(
+        inputs.query, inputs.plan, inputs.findings
+    )
+    answer = asked or answer
+    tools = ", ".join(f"{s.tool} {s.norm:.2f}" for s in scores[:4] if s.norm is not None)
+    cap = f", capped at {final:.2f} by the findings" if final < qbar else ""
+    reasoning = f"{why} Tool scores (1-5): {tools}; {inputs.fusion} {qbar:.2f}{cap}."
+    return ScoreReply(level=level, answer=answer[:300], reasoning=reasoning[:500], sufficient=True)
 
 
 def low_light(findings: list[Finding]) -> bool:

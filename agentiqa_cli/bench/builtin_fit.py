@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import curve_fit
 
-from agentiqa_cli.bench.synth import KINDS, SynthItem
+from agentiqa_cli.bench.synth import SynthItem
 from agentiqa_cli.categories import DETECTOR_CATEGORY, kinds_of_detector
+from agentiqa_cli.imaging.distort import KINDS
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS
 from agentiqa_cli.tools.logistic import logistic5
@@ -128,7 +130,6 @@ def fit_sigmoid(
     """Weighted least-squares b1, b2, b3, b5 of ``logistic5`` with b4 = 0 and b1 >= 0, so
     the curve rises with x when ``higher_better`` and falls otherwise. Returns (params,
     weighted RMSE)."""
-    from scipy.optimize import curve_fit
 
     def f(v: np.ndarray, b1: float, b2: float, b3: float, b5: float) -> np.ndarray:
         return logistic5(v, b1, b2, b3, 0.0, b5)

@@ -24,17 +24,9 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage, signal
 
-from agentiqa_cli.bench.synth import (
-    Array,
-    SynthItem,
-    _codec,
-    _from_u8,
-    _read_rgb,
-    _to_u8,
-    item_rng,
-    write_manifest,
-)
+from agentiqa_cli.bench.synth import SynthItem, _read_rgb, write_manifest
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.distort import Array, _codec, _from_u8, _to_u8, item_rng
 
 CameraKind = Callable[[Array, int, np.random.Generator], Array]
 

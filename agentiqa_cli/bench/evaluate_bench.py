@@ -23,13 +23,14 @@ from statistics import fmean
 import numpy as np
 from PIL import Image
 
-from agentiqa_cli.bench.synth import CHECK_KINDS, bundled_photos, distort
+from agentiqa_cli.bench.synth import bundled_photos
 from agentiqa_cli.categories import category_of_kind
 from agentiqa_cli.evaluate.draws import Folder
 from agentiqa_cli.evaluate.loop import EVAL_COLUMNS, EvalConfig, Evaluation
 from agentiqa_cli.evaluate.records import Verdict
 from agentiqa_cli.evaluate.tiers import Tiers
 from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.imaging.distort import CHECK_KINDS, distort
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.runtime import Runtime
 

@@ -3,7 +3,7 @@
 What was checked against public sources (loaders in other projects that read the original
 files) and what is assumed:
 
-- **csv** (ours, SPEC §6): ``image, mos[, reference, distortion]``, paths relative to the CSV.
+- **csv** (ours): ``image, mos[, reference, distortion]``, paths relative to the CSV.
 - **KADID-10k**: ``dmos.csv`` with ``dist_img, ref_img, dmos, var`` (confirmed: IQA-PyTorch
   ``scripts/process_kadid10k.py`` reads columns 0–3 in that order); images and references
   both in ``images/`` (confirmed: IQA-PyTorch ``default_dataset_configs.yml``); the ``dmos``

@@ -1,4 +1,4 @@
-"""AgenticIQA-Eval-style multiple-choice questions (seed 000 §4, Appendix C).
+"""AgenticIQA-Eval-style multiple-choice questions (AgenticIQA §4, Appendix C).
 
 One question per JSONL line::
 
@@ -8,7 +8,7 @@ One question per JSONL line::
 ``track`` is planner / executor-distortion / executor-tool / summarizer; ``options`` is a
 list (letters A, B, ... in order) or an object letter → text; ``answer`` is a letter (the
 exact text of an option is accepted too); ``image`` and ``reference`` are relative to the
-JSONL file. Accuracy is reported per track and overall; like seed 000 Table 1, the headline
+JSONL file. Accuracy is reported per track and overall; like AgenticIQA Table 1, the headline
 ``overall`` is the mean of the track accuracies (the paper's tracks are equal-sized, so its
 numbers do not say whether it averaged tracks or questions; ``overall_micro`` is the other).
 """
@@ -25,13 +25,12 @@ from typing import get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentiqa_cli.agent.replies import OPTION_LETTERS
 from agentiqa_cli.bench.mcq_examples import make_example_mcq
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.guard import whole_file
 from agentiqa_cli.io.results import safe_row
-from agentiqa_cli.records import Result, Track
+from agentiqa_cli.records import OPTION_LETTERS, Result, Track
 
 __all__ = [
     "TRACKS",
@@ -242,7 +241,7 @@ class MCQReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tracks: list[TrackScore]
-    overall: float | None = None  # mean of the track accuracies (seed 000 Table 1)
+    overall: float | None = None  # mean of the track accuracies (AgenticIQA Table 1)
     overall_micro: float | None = None  # correct / all questions
     n: int = 0
     correct: int = 0

@@ -11,7 +11,7 @@ pass through 5 points exactly and report PLCC 1), no convergence, a degenerate c
 straight line is fitted instead and ``fit`` says so, so a reader never mistakes one for
 the other.
 
-The bootstrap interval on SRCC answers seed 004's point that few-sample evaluations are
+The bootstrap interval on SRCC answers Evaluation Agent's point that few-sample evaluations are
 noisy: with 30 images an SRCC of 0.8 can easily be 0.6–0.9.
 """
 
@@ -57,6 +57,7 @@ def _constant(a: NDArray) -> bool:
 
 def _correlation(name: str, x: ArrayLike, y: ArrayLike) -> float | None:
     """scipy.stats' ``name`` correlation; None when it is undefined (< 2 points, constant)."""
+    # start-up time: scipy.stats costs ~1 s; the benchmarks that need it load it
     import scipy.stats
 
     xa, ya = np.asarray(x, float), np.asarray(y, float)
@@ -111,6 +112,7 @@ def bootstrap_srcc(
     x: ArrayLike, y: ArrayLike, rounds: int = 1000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of SRCC (resampling pairs); None if too few points."""
+    # start-up time: scipy.stats, as above
     from scipy.stats import rankdata
 
     xa, ya = np.asarray(x, float), np.asarray(y, float)

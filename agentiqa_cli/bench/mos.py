@@ -1,5 +1,5 @@
 """MOS benchmark: run each method over a dataset and report SRCC/KRCC/PLCC/RMSE per
-method, overall and per distortion type (seed 000 Table 2 reports SRCC and PLCC)."""
+method, overall and per distortion type (AgenticIQA Table 2 reports SRCC and PLCC)."""
 
 from __future__ import annotations
 

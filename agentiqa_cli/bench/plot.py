@@ -22,6 +22,7 @@ def _fmt(v: float | None) -> str:
 
 def plot_scatter(report: MosReport, path: Path, group: str = "overall") -> Path:
     """Write a PNG with one panel per method; ``group`` selects a distortion type."""
+    # optional extra: matplotlib ([plot])
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

@@ -33,8 +33,9 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentiqa_cli.bench.camera import CAMERA_KINDS, generate_camera
-from agentiqa_cli.bench.synth import KINDS, bundled_photos, generate, read_manifest
+from agentiqa_cli.bench.synth import bundled_photos, generate, read_manifest
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.distort import KINDS
 
 STYLES = ("shallow_dof", "macro", "vivid", "high_key", "low_key", "bw", "flat", "plain")
 Style = Literal["shallow_dof", "macro", "vivid", "high_key", "low_key", "bw", "flat", "plain"]

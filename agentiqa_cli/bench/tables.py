@@ -83,6 +83,7 @@ def read_xlsx(path: Path) -> Table:
             f"{path}: old-style .xls workbooks are not read; open it in a spreadsheet program and "
             f"save it as CSV ({path.with_suffix('.csv').name}) next to it"
         )
+    # optional extra: openpyxl (xlsx tables)
     try:
         import openpyxl
     except ImportError:

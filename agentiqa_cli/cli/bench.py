@@ -19,8 +19,8 @@ from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.guard import check_out_dir, check_overlay_out
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.extras import require_extras, require_matplotlib
+from agentiqa_cli.wiring import build_runtime
 
 if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a command runs
     from agentiqa_cli.bench.calibrate import CalibrationFit
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a com
     from agentiqa_cli.bench.mos import MosReport
     from agentiqa_cli.bench.runs import Bench
     from agentiqa_cli.bench.synth_eval import SynthReport
-    from agentiqa_cli.imperfect.bench import VqppItem, VqppRow
+    from agentiqa_cli.bench.vqpp import VqppItem, VqppRow
     from agentiqa_cli.imperfect.records import Operation
 
 ToolsOpt = Annotated[
@@ -67,12 +67,13 @@ def _bench(
 ) -> T:
     """Run ``main`` on a Runtime with a progress bar (``label``) ticking once per result row;
     the trace starts with the run header naming ``command``."""
+    # start-up time: each command loads its benchmark (scipy, the distortion library) itself
     from agentiqa_cli.bench.runs import Bench
 
     reporter = ui.Reporter(total, label)
 
     async def go() -> T:
-        async with Runtime(settings) as rt:
+        async with build_runtime(settings) as rt:
             tracer = TraceWriter(trace, header=rt.header(command))
             try:
                 with reporter.running():
@@ -116,6 +117,7 @@ def mos(
     out_dir: OutDir = Path("eval-mos"),
 ) -> None:
     """SRCC, KRCC, PLCC and RMSE against MOS, overall and per distortion type; scatter plot."""
+    # start-up time: as in _bench
     from agentiqa_cli.bench.datasets import load_dataset
     from agentiqa_cli.bench.mos import write_mos_csv, write_predictions_csv
     from agentiqa_cli.bench.plot import plot_scatter
@@ -174,11 +176,12 @@ def mcq(
         typer.Option(
             "--whole-agent",
             help="Answer every track from the whole agent (default: each track from the "
-            "component it tests, as seed 000 §4 evaluates them).",
+            "component it tests, as AgenticIQA §4 evaluates them).",
         ),
     ] = False,
 ) -> None:
     """Multiple-choice accuracy per track (planner, executor-distortion, executor-tool, summarizer)."""
+    # start-up time: as in _bench
     from agentiqa_cli.bench.mcq import load_mcq, make_example_mcq, write_mcq_csv
     from agentiqa_cli.bench.runs import run_mcq
 
@@ -231,8 +234,9 @@ def synth(
     out_dir: OutDir = Path("eval-synth"),
 ) -> None:
     """Distort clean images (5 levels per kind, fixed seed) and check each method's score falls."""
-    from agentiqa_cli.bench.synth import check_kinds
+    # start-up time: as in _bench
     from agentiqa_cli.bench.synth_eval import write_synth_csv
+    from agentiqa_cli.imaging.distort import check_kinds
 
     if kinds is not None:
         check_kinds(tool_list(kinds) or [])  # exit 2 before anything is written
@@ -260,6 +264,7 @@ def synth_report(
     seed: int,
 ) -> SynthReport:
     """`eval-bench synth`'s run (also used by the benchmark script)."""
+    # start-up time: as in _bench
     from agentiqa_cli.bench.runs import run_synth
 
     async def main(b: Bench) -> SynthReport:
@@ -325,6 +330,7 @@ def calibrate(
     seed: Seed = 0,
 ) -> None:
     """Fit each tool's five-parameter logistic to MOS and write an overlay for --calibration."""
+    # start-up time: as in _bench
     from agentiqa_cli.bench.calibrate import write_overlay
     from agentiqa_cli.bench.datasets import load_dataset
     from agentiqa_cli.bench.runs import run_calibrate
@@ -383,10 +389,11 @@ def vqpp(
         ),
     ] = "paper",
 ) -> None:
-    """Seed 003's V-QPP benchmark: the original and ten imperfections per clean image (the
+    """The V-QPP-Bench benchmark: the original and ten imperfections per clean image (the
     paper's levels, fixed seed); per type tool-selection accuracy, parameter score and
     false fixes on originals, for the configured backend (rules or a VLM)."""
-    from agentiqa_cli.imperfect.bench import build, write_decisions, write_report
+    # start-up time: as in _bench
+    from agentiqa_cli.bench.vqpp import build, write_decisions, write_report
 
     settings = opts.settings()
     sources = sorted(p for p in clean_dir.iterdir() if p.is_file()) if clean_dir.is_dir() else []
@@ -416,10 +423,11 @@ def vqpp(
 async def _vqpp_decide(
     settings: Settings, items: list[VqppItem], out_dir: Path
 ) -> tuple[list[VqppRow], dict[str, list[Operation] | None], dict[str, list[str]]]:
-    from agentiqa_cli.imperfect.bench import decide_all, report
+    # start-up time: as in _bench
+    from agentiqa_cli.bench.vqpp import decide_all, report
 
     reporter = ui.Reporter(len(items), "eval-bench vqpp")
-    async with Runtime(settings) as rt:
+    async with build_runtime(settings) as rt:
         note_backend(rt)
         asker = await rt.asker()
         say_notes(rt)

@@ -26,7 +26,7 @@ from agentiqa_cli.gate import EXIT_GATE, EXIT_INPUT, EXIT_OK
 from agentiqa_cli.io.guard import check_gen_dir, trace_path_for
 from agentiqa_cli.records import EVAL_N_MIN as N_MIN
 from agentiqa_cli.records import Result
-from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.wiring import build_runtime
 
 if TYPE_CHECKING:  # the evaluation (and the agent under it) is imported when the command runs
     from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
@@ -112,6 +112,7 @@ def evaluate(
 ) -> None:
     """A verdict in five tiers on a whole folder, or a generator, from a few samples per round:
     plan a sub-aspect, sample (half random, half the hardest), assess, look, repeat."""
+    # start-up time: the evaluation loop loads with the command that runs it
     from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
     from agentiqa_cli.evaluate.generator import Generator
     from agentiqa_cli.evaluate.loop import EVAL_COLUMNS, EvalConfig, Evaluation, Hooks
@@ -156,7 +157,7 @@ def evaluate(
     )
 
     async def main() -> tuple[Evaluation, Verdict]:
-        async with Runtime(settings) as rt:
+        async with build_runtime(settings) as rt:
             note_backend(rt)
             if gen is not None:
                 src: Folder | GeneratorSource = GeneratorSource(gen, gen_dir)

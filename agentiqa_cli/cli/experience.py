@@ -15,7 +15,7 @@ from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.experience.pool import Pool, read_pool
 from agentiqa_cli.gate import EXIT_INPUT
 from agentiqa_cli.records import CATEGORIES, Mode
-from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.wiring import build_runtime
 
 
 @experience_app.command(epilog=EXIT_CODES_HELP)
@@ -66,6 +66,7 @@ def build(
 ) -> None:
     """Learn which tool to trust per distortion: synthetic levels of your images, four metrics
     vote per tool, a Bradley-Terry-Davidson ranking with a Wald test per category."""
+    # start-up time: building a pool loads scipy and the distortion library
     from agentiqa_cli.experience.build import MODES, build_pool
 
     modes: list[Mode] = list(MODES) if mode.upper() == "BOTH" else [mode.upper()]  # type: ignore[list-item]
@@ -76,7 +77,7 @@ def build(
     if unknown:
         raise ConfigError(f"unknown categories {unknown}; known: {', '.join(CATEGORIES)}")
     settings = opts.settings()
-    rt = Runtime(settings)
+    rt = build_runtime(settings)
     images = [0]
     skipped: list[str] = []
 

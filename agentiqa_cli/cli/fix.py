@@ -1,4 +1,4 @@
-"""`agentiqa fix`: imperfection checks and fixes before assessment (seed 003)."""
+"""`agentiqa fix`: imperfection checks and fixes before assessment (V-QPP-Bench)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,7 @@ def fix(
     """Find imperfections (rotation, flip, exposure, blur, noise, collage, overlay, watermark,
     photo of a screen, borders) and write fixed images: rotate, flip, lum, deblur, denoise,
     crop, fill. Every operation is in the CSV and the trace; unfixed images are not written."""
+    # start-up time: the fixes load scikit-image and scipy
     from agentiqa_cli.imperfect.apply import FIX_COLUMNS, Fixer, fix_cells
 
     if out.exists() and not out.is_dir():

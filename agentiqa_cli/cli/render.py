@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import re
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -123,6 +126,31 @@ def set_quiet(on: bool) -> None:
     ``warn`` and ``Reporter`` read it (one flag, not one per call)."""
     _mode["quiet"] = on
     out.quiet = on  # rich prints nothing; print_json writes past it on purpose
+    _quiet_third_parties(on)
+
+
+_SAVED_FILTERS: list[warnings.catch_warnings] = []  # the filters before -q, to put back
+
+
+def _quiet_third_parties(on: bool) -> None:
+    """Under ``-q`` the libraries stay quiet too: Python warnings (numpy's RuntimeWarning,
+    torch's UserWarning), log records below ERROR (Ray, pyiqa, httpx) and what pyiqa prints
+    while it builds a metric; turned back on as they were when ``-q`` is off."""
+    if on == bool(_SAVED_FILTERS):
+        return  # already so
+    # start-up time: the runner loads numpy and the detectors, which report or plan never need
+    from agentiqa_cli.tools.runner import quiet_builds
+
+    if on:
+        saved = warnings.catch_warnings()
+        saved.__enter__()  # remembers the filters; __exit__ puts them back
+        _SAVED_FILTERS.append(saved)
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)
+    else:
+        _SAVED_FILTERS.pop().__exit__(None, None, None)
+        logging.disable(logging.NOTSET)
+    quiet_builds(on)
 
 
 def quiet() -> bool:
@@ -243,8 +271,22 @@ def results_table(results: list[Result], title: str, max_rows: int = 50) -> Tabl
     return table
 
 
+def _finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float as None: JSON has no such numbers, and
+    ``json.dumps`` would write ``NaN``/``-Infinity``, which strict parsers (jq, JavaScript's
+    JSON.parse) refuse."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def print_json(obj: Any) -> None:
-    print_text(json.dumps(obj, indent=2, default=str) + "\n")
+    """Every ``--json`` output: strict JSON (non-finite numbers become null)."""
+    print_text(json.dumps(_finite(obj), indent=2, default=str, allow_nan=False) + "\n")
 
 
 def print_text(text: str) -> None:

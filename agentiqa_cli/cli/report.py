@@ -36,6 +36,7 @@ def default_html(csv: Path) -> Path:
 
 def make_report(csv: Path, html: Path, top: int) -> Report:
     """Measure, build and write the page; the CLI's one path for `report` and `--report`."""
+    # start-up time: the report's templates load jinja2
     from agentiqa_cli.report import build_report, render_html
     from agentiqa_cli.report.rows import read_rows
 
@@ -117,6 +118,7 @@ def report(
     if json_out or fmt == "json":
         ui.print_json({**result.model_dump(mode="json", exclude=_THUMBS), "html": str(target)})
     elif fmt == "md":
+        # start-up time: as above
         from agentiqa_cli.report.markdown import render_markdown
 
         ui.print_text(render_markdown(result))

@@ -30,8 +30,10 @@ from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
 from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.io.trace import NO_TRACE
 from agentiqa_cli.records import Result, Usage
 from agentiqa_cli.runtime import Runtime
+from agentiqa_cli.wiring import build_runtime
 
 
 # -- score ---------------------------------------------------------------------------------
@@ -77,7 +79,7 @@ def score(
 async def _with_runtime(
     settings: Settings, main: Callable[[Runtime], Awaitable[BatchSummary]]
 ) -> BatchSummary:
-    async with Runtime(settings) as rt:
+    async with build_runtime(settings) as rt:
         return await main(rt)
 
 
@@ -129,10 +131,11 @@ async def scorer_of(tools: tuple[str, ...], rt: Runtime) -> Process:
 
 
 async def fixing_agent_of(fix: str, rt: Runtime) -> Process:
+    # start-up time: the fixes load scikit-image and scipy (only with --fix)
     from agentiqa_cli.imperfect.apply import FixingAgent, FixMode
 
     agent = await rt.agent()
-    return FixingAgent(agent, agent.ask, rt.settings.query, cast(FixMode, fix))
+    return FixingAgent(agent, cast(FixMode, fix))
 
 
 def _detail(r: Result) -> str:
@@ -223,12 +226,11 @@ def plan(
     ref: Ref = None,
 ) -> None:
     """Run only the planner and print the validated plan as JSON."""
-    from agentiqa_cli.io.trace import NO_TRACE
 
     settings = opts.settings(query=query)
 
     async def main() -> dict[str, object]:
-        async with Runtime(settings) as rt:
+        async with build_runtime(settings) as rt:
             note_backend(rt)
             agent = await rt.agent()
             say_notes(rt)
@@ -285,6 +287,7 @@ def assess(
     engine: EngineOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
+    # start-up time: as in fixing_agent_of
     from agentiqa_cli.imperfect.apply import (
         ASSESS_FIX_COLUMNS,
         FIX_MODES,
@@ -311,7 +314,7 @@ def assess(
         rt.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
         agent = await rt.agent()  # a wrong model is exit 2 here, before any output
         say_notes(rt)
-        fixing = FixingAgent(agent, agent.ask, rt.settings.query, cast(FixMode, fix))
+        fixing = FixingAgent(agent, cast(FixMode, fix))
         command = "assess" if fix == "off" else f"assess --fix {fix}"  # resume keys differ
         return await run_images(
             rt, opts, command, jobs, fixing, "assess", extra_columns=ASSESS_FIX_COLUMNS,

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.markup import escape
+from rich.table import Table
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import tools_app
@@ -19,6 +22,9 @@ from agentiqa_cli.cli.options import (
 )
 from agentiqa_cli.config import load_settings
 from agentiqa_cli.gate import EXIT_GATE, EXIT_OK
+from agentiqa_cli.tools.extras import card_extra, missing_extra
+from agentiqa_cli.tools.weights import hub_offline, no_downloads, weights_cached
+from agentiqa_cli.wiring import build_runtime
 
 
 # -- tools ---------------------------------------------------------------------------------
@@ -32,13 +38,8 @@ def tools_list(
     'agentiqa[pyiqa]'; "missing" when not installed), weights (and whether they are cached:
     the agent is offered a learned tool by default exactly when they are), calibration,
     strengths."""
-    from rich.table import Table
 
-    from agentiqa_cli.runtime import Runtime
-    from agentiqa_cli.tools.extras import card_extra, missing_extra
-    from agentiqa_cli.tools.weights import weights_cached
-
-    rt = Runtime(load_settings({"cards_dir": tool_cards}, config))
+    rt = build_runtime(load_settings({"cards_dir": tool_cards}, config))
     cards = list(rt.cards)
     cached = {c.name: weights_cached(c) if c.weights else None for c in cards}
     if json_out:
@@ -84,11 +85,8 @@ def tools_list(
 @tools_app.command("show")
 def tools_show(name: str, tool_cards: CardsDir = None, config: ConfigOpt = None) -> None:
     """One tool card in full."""
-    import yaml
 
-    from agentiqa_cli.runtime import Runtime
-
-    rt = Runtime(load_settings({"cards_dir": tool_cards}, config))
+    rt = build_runtime(load_settings({"cards_dir": tool_cards}, config))
     card = rt.cards.get(name)
     problem = card.curve_problem()
     if problem:
@@ -113,16 +111,9 @@ def tools_check(
     downloaded when huggingface.co is reachable). Progress goes to stderr. Exit codes: 0
     every tool named is ready (or none was named: a report of all); 1 a tool named is not
     ready (an error line says why, -q or not)."""
-    from contextlib import nullcontext
-
-    from rich.table import Table
-
-    from agentiqa_cli.runtime import Runtime
-    from agentiqa_cli.tools.extras import missing_extra
-    from agentiqa_cli.tools.weights import hub_offline, no_downloads, weights_cached
 
     ui.set_quiet(quiet)
-    rt = Runtime(load_settings({"cards_dir": tool_cards, "device": device}, config))
+    rt = build_runtime(load_settings({"cards_dir": tool_cards, "device": device}, config))
     cards = rt.cards.resolve(names) if names else list(rt.cards)
     offline = hub_offline()
     if offline:

@@ -1,5 +1,5 @@
 """``agentiqa evaluate``: a five-tier verdict on a whole folder (or a generator) from a few
-samples per round (seed 004, Evaluation Agent; EXTENSIONS §D).
+samples per round (the Evaluation Agent; its rules version: docs/guides.md).
 
 Modules: ``tiers`` (cut points), ``stats`` (two-phase stratified means and t intervals),
 ``aspects`` (sub-aspects and what each row measures of them), ``sampling`` (seeded draws),

@@ -1,4 +1,4 @@
-"""The rounds of an evaluation: plan → sample → assess → feedback (seed 004 §3.2.3).
+"""The rounds of an evaluation: plan → sample → assess → feedback (Evaluation Agent §3.2.3).
 
 Each round the planner (``eval_plan``: a VLM, or the rules version) names a sub-aspect, a
 tool and n; n images are drawn without replacement (half the hardest of a random pool on
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentiqa_cli.agent.roles import Asker
+from agentiqa_cli.asking.asker import Asker
 from agentiqa_cli.batch import Process
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.evaluate.aspects import detectors_for, measured_categories, resolve

@@ -1,4 +1,4 @@
-"""The ``eval_plan`` role (seed 004's Plan Agent, App. A.1): its typed input, its bounded
+"""The ``eval_plan`` role (Evaluation Agent's Plan Agent, App. A.1): its typed input, its bounded
 reply, and the deterministic version the ``rules`` backend answers with.
 
 Each round the planner sees the query, the rounds so far and every sub-aspect's estimate
@@ -7,7 +7,7 @@ a tool (``assess`` or a card) and a sample count n ∈ [3, 9], with prompts for 
 or stops with a justified verdict. The evaluation loop refuses repeated sub-aspects and
 stops that come before every sub-aspect had a round (``loop.py``).
 
-Rules version (EXTENSIONS §D): sub-aspects are the categories the query names (none named:
+Rules version (ours, docs/guides.md): sub-aspects are the categories the query names (none named:
 the overall quality first, then the worst category of round 1, and so on worst first); it
 stops after ≥ 2 rounds once every probed sub-aspect's interval, and the overall one, lies
 inside one tier; n is what the widest interval needs to clear its nearest cut point.
@@ -16,20 +16,40 @@ inside one tier; n is what the widest interval needs to clear its nearest cut po
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.agent.planner_rules import plan_query
-from agentiqa_cli.agent.replies import EvalPlanReply
+from agentiqa_cli.asking.registry import Role, register
 from agentiqa_cli.categories import hint as category_hint
 from agentiqa_cli.evaluate.aspects import category_aspect, overall, query_categories, resolve
 from agentiqa_cli.evaluate.records import OVERALL, Estimate, SubAspect, aspect_key
-from agentiqa_cli.records import EVAL_MAX_ASPECTS, EVAL_N_MAX, EVAL_N_MIN, Category
+from agentiqa_cli.records import EVAL_MAX_ASPECTS, EVAL_N_MAX, EVAL_N_MIN, Category, Decode
 from agentiqa_cli.vlm.base import RoleInput
 
 N_MIN, N_MAX, MAX_DECLARED = EVAL_N_MIN, EVAL_N_MAX, EVAL_MAX_ASPECTS
+
+
+class EvalPlanReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    """The evaluation planner's decision; ``thought`` first, as in the paper (explain, then
+    act)."""
+
+    thought: str = Field(max_length=300)
+    sub_aspects: list[Annotated[str, Field(min_length=1, max_length=60)]] = Field(
+        min_length=1, max_length=EVAL_MAX_ASPECTS
+    )
+    done: bool
+    summary: str = Field(max_length=400)  # why the evidence suffices (when done)
+    sub_aspect: str = Field(min_length=1, max_length=60)  # the next round's (if not done)
+    tool: Annotated[str, Decode(enum_from="tool_names")]
+    n: int = Field(ge=EVAL_N_MIN, le=EVAL_N_MAX)
+    prompts: list[Annotated[str, Field(min_length=1, max_length=160)]] = Field(
+        default_factory=list, max_length=EVAL_N_MAX
+    )
 
 
 class RoundView(BaseModel):
@@ -90,6 +110,12 @@ class EvalPlanInput(RoleInput):
 
     def dynamic(self) -> dict[str, object]:
         return {"tool_names": self.tool_names}
+
+
+# the role: one call per round, not per image
+register(
+    Role(EvalPlanInput, EvalPlanReply, step="eval_plan", answer=lambda i, _: rules_eval_plan(i))
+)
 
 
 def _tier_lines(cuts: list[float]) -> list[str]:

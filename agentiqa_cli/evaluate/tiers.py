@@ -1,4 +1,4 @@
-"""Five tiers on the 1–5 scale (seed 004 App. B), or cut points from a reference collection.
+"""Five tiers on the 1–5 scale (Evaluation Agent App. B), or cut points from a reference collection.
 
 Tiers are half-open: a mean of exactly 3.5 is High. ``--tiers REF.csv`` takes the cut points
 from the quintiles of a reference collection's scores (the paper tiers each dimension from

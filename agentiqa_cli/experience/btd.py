@@ -1,4 +1,4 @@
-"""Bradley–Terry–Davidson ranking with a Wald test (seed 002 Eqs. 8–10).
+"""Bradley–Terry–Davidson ranking with a Wald test (EvoIR-Agent Eqs. 8–10).
 
 ``Z_ij = e^θi + e^θj + 2ν e^{(θi+θj)/2}``; ``P(i≻j) = e^θi / Z_ij``,
 ``P(i=j) = 2ν e^{(θi+θj)/2} / Z_ij``. The negative log-likelihood of the win/tie counts is

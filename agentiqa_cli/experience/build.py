@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agentiqa_cli.bench.datasets import load_dataset
 from agentiqa_cli.categories import category_of_type, kinds_of
 from agentiqa_cli.errors import ConfigError, ImageError
 from agentiqa_cli.experience.measure import build_records, mos_series, union_of, vote_series
@@ -118,8 +119,6 @@ def _from_mos(
     on_image: Callable[[str, str], None] | None,
     notes: list[str] | None,
 ) -> Pool:
-    from agentiqa_cli.bench.datasets import load_dataset
-
     dataset = load_dataset(data, layout)
     refs = [i.reference for i in dataset.items if i.reference is not None]
     check_pool_out(out, [dataset.source, *(i.image for i in dataset.items), *refs])

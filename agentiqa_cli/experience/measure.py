@@ -2,7 +2,7 @@
 
 Each clean image is distorted at levels 1..5 by every kind of a distortion category (as
 ``eval-bench synth`` does, ``bench/synth.py``, same seeds) and every candidate tool scores
-the series. Per tool and series four metrics vote (EXTENSIONS §B, *ours*):
+the series. Per tool and series four metrics vote (*ours*, docs/guides.md):
 
 - ``monotonicity`` (higher better): −SRCC(score, level) over the clean image and its levels;
 - ``margin`` (higher better): clean score minus the level-3 score;
@@ -32,12 +32,12 @@ import numpy as np
 from agentiqa_cli.bench.builtin_fit import pseudo_mos
 from agentiqa_cli.bench.layouts import MosItem
 from agentiqa_cli.bench.metrics import spearman
-from agentiqa_cli.bench.synth import KINDS, distort, item_rng, resize_long_side
 from agentiqa_cli.categories import category_of_type
 from agentiqa_cli.categories import kinds_of as categories_kinds_of
 from agentiqa_cli.errors import ImageError
 from agentiqa_cli.experience.pool import Meta, Record
 from agentiqa_cli.experience.vote import Direction, borda, vote
+from agentiqa_cli.imaging.distort import KINDS, distort, item_rng, resize_long_side
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.records import Category, Mode
 from agentiqa_cli.tools.cards import ToolCard

@@ -40,7 +40,7 @@ from agentiqa_cli.records import Category, Mode
 
 FORMAT = "agentiqa-experience"
 VERSION = 1
-EVOLVE_BATCH = 25  # seed 002: B new records for a key trigger a refit
+EVOLVE_BATCH = 25  # EvoIR-Agent: B new records for a key trigger a refit
 
 Key = tuple[str, str]  # (mode, category)
 

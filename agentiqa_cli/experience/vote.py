@@ -1,4 +1,4 @@
-"""Multi-metric voting between candidates (seed 002 Eq. 6).
+"""Multi-metric voting between candidates (EvoIR-Agent Eq. 6).
 
 For two candidates i and j measured by the same metrics M, ``r(i≻j) = (1/|M|) Σ_m I_m``
 where ``I_m`` is 1 when m is higher-better and ``m_i > m_j`` or lower-better and

@@ -118,6 +118,7 @@ class LoadedImage:
     def tensor(self, device: str = "cpu") -> Any:
         """1×3×H×W float tensor in [0, 1] on ``device``, made once per device."""
         if device not in self._tensors:
+            # optional extra: torch ([pyiqa]); the signal detectors never need it
             import torch
 
             t = torch.from_numpy(np.ascontiguousarray(self.pixels.transpose(2, 0, 1)))[None]

@@ -1,1 +1,1 @@
-"""Imperfections before assessment (seed 003, V-QPP-Bench): checks, fixes, the benchmark."""
+"""Imperfections before assessment (V-QPP-Bench): checks, fixes, the benchmark."""

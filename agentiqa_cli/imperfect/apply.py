@@ -14,15 +14,15 @@ import asyncio
 import dataclasses
 import hashlib
 import io
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from agentiqa_cli.agent.roles import Asker, images_of
+from agentiqa_cli.asking.asker import Asker, images_of
 from agentiqa_cli.batch import Pair
 from agentiqa_cli.errors import ImageError
 from agentiqa_cli.imaging.load import LoadedImage
@@ -31,7 +31,7 @@ from agentiqa_cli.imperfect.fixes import apply
 from agentiqa_cli.imperfect.records import GEOMETRY_TOOLS, Operation, describe
 from agentiqa_cli.imperfect.roles import Decision, decide
 from agentiqa_cli.io.guard import identities, image_out_refusal, write_whole
-from agentiqa_cli.records import FixOutcome, Result, Usage
+from agentiqa_cli.records import FixOutcome, Result
 
 FixMode = Literal["off", "check", "geometry", "all"]
 FIX_MODES: tuple[str, ...] = get_args(FixMode)
@@ -67,8 +67,9 @@ def _outcome(d: Decision, ops: Sequence[Operation]) -> FixOutcome:
     )
 
 
-async def _decide(asker: Asker, pair: Pair, query: str, usage: Usage) -> Decision:
-    return await decide(asker, pair.image.pixels, images_of(pair)[0], query, usage, pair.trace)
+async def _decide(asker: Asker, pair: Pair, query: str) -> Decision:
+    """The decision for ``pair``, its calls counted on the image's usage record."""
+    return await decide(asker, pair.image.pixels, images_of(pair)[0], query, pair.usage, pair.trace)
 
 
 async def _apply(
@@ -94,12 +95,24 @@ async def _apply(
     return x, done, notes
 
 
+class Assessor(Protocol):
+    """The agent ``assess --fix`` runs on the fixed image; the fix role asks through its
+    asker, about its query (the one source of both)."""
+
+    @property
+    def ask(self) -> Asker: ...
+
+    @property
+    def query(self) -> str: ...
+
+    async def __call__(self, pair: Pair) -> Result: ...
+
+
 class FixingAgent:
     """``assess --fix``: checks (and the fix role) before the agent, per image."""
 
-    def __init__(self, agent: Callable[[Pair], Awaitable[Result]], asker: Asker, query: str,
-                 mode: FixMode):  # fmt: skip
-        self.agent, self.asker, self.query, self.mode = agent, asker, query, mode
+    def __init__(self, agent: Assessor, mode: FixMode):
+        self.agent, self.asker, self.query, self.mode = agent, agent.ask, agent.query, mode
 
     async def __call__(self, pair: Pair) -> Result:
         if self.mode == "off":
@@ -112,7 +125,7 @@ class FixingAgent:
         # the image's one usage record: the agent runs below add to it too (the pairs they
         # get share it), and an error row still counts what was spent
         usage = pair.usage
-        d = await _decide(self.asker, pair, self.query, usage)
+        d = await _decide(self.asker, pair, self.query)
         geometry = [o for o in d.operations if o.tool in GEOMETRY_TOOLS]
         x, done, notes = await _apply(pair.image.pixels, geometry, pair)
         fixed = dataclasses.replace(pair, image=_image(pair, x)) if done else pair
@@ -152,7 +165,7 @@ class Fixer:
 
     async def __call__(self, pair: Pair) -> Result:
         usage = pair.usage  # shared with the batch: an error row still counts the calls
-        d = await _decide(self.asker, pair, self.query, usage)
+        d = await _decide(self.asker, pair, self.query)
         x, done, notes = await _apply(pair.image.pixels, d.operations, pair)
         result = pair.result()
         result.fix = _outcome(d, done)

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.imperfect.records import (
     FIXABLE,
     Crop,
@@ -41,12 +42,13 @@ from agentiqa_cli.imperfect.records import (
     Lum,
 )
 from agentiqa_cli.records import Box
+from agentiqa_cli.tools.detectors import noise as noise_sigma
 
 Array = NDArray[np.float32]
 NEEDS_VLM: tuple[str, ...] = ("rotation", "flip", "watermark")
 FIXABLE_TYPES = FIXABLE
 
-# thresholds (measured on the bundled photos and Debian's wallpapers; README "Imperfections")
+# thresholds (measured on the bundled photos and Debian's wallpapers; docs/guides.md)
 BORDER_STD, BORDER_TOL, BORDER_MIN = 0.012, 0.02, 0.015  # flat row std, colour drift, share
 SEAM_RATIO, SEAM_SHARE = 4.0, 0.35  # step / nearby steps; share of the seam that steps
 SEAM_UNIQUE = 0.6  # no other full line of a collage steps on this share (a grid does)
@@ -456,8 +458,6 @@ def brightness(x: Array) -> Imperfection | None:
 
 
 def _loaded(x: Array) -> object:
-    from agentiqa_cli.imaging.load import LoadedImage
-
     return LoadedImage(path=Path("<array>"), pixels=x, sha256="")
 
 
@@ -495,8 +495,6 @@ def blur(x: Array) -> Imperfection | None:
 
 
 def noise(x: Array) -> Imperfection | None:
-    from agentiqa_cli.tools.detectors import noise as noise_sigma
-
     s = noise_sigma(_loaded(x))  # type: ignore[arg-type]
     if s <= NOISE_MAX:
         return None

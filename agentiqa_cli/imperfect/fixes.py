@@ -1,4 +1,4 @@
-"""The seed-003 tools as pure functions over H×W×3 float32 arrays in [0, 1].
+"""V-QPP-Bench's tools as pure functions over H×W×3 float32 arrays in [0, 1].
 
 ``apply`` runs operations in order; every operation is deterministic, so a row of the
 operations CSV reproduces its image. Crop and fill need a box (``locate`` resolves a
@@ -26,7 +26,7 @@ from agentiqa_cli.imperfect.records import (
 
 Array = NDArray[np.float32]
 
-# seed 003 App. A.2: Richardson-Lucy with a 15×15 Gaussian PSF, 30 iterations; the PSF's
+# V-QPP-Bench App. A.2: Richardson-Lucy with a 15×15 Gaussian PSF, 30 iterations; the PSF's
 # sigma is OpenCV's default for a 15-tap kernel (0.3·((15-1)/2-1)+0.8 = 2.6)
 PSF_SIZE, PSF_SIGMA, RL_ITERATIONS = 15, 2.6, 30
 MIN_CROP_PX = MIN_SIDE  # smaller than this, no input is read at all (imaging.load)
@@ -58,6 +58,7 @@ def lum(x: Array, factor: float) -> Array:
 
 
 def deblur(x: Array) -> Array:
+    # start-up time: scikit-image loads only when this fix runs
     from skimage.restoration import richardson_lucy
 
     psf = _psf()
@@ -74,6 +75,7 @@ def deblur(x: Array) -> Array:
 
 def denoise(x: Array) -> Array:
     """Non-local means with the noise level estimated from the image (fast mode)."""
+    # start-up time: as in deblur
     from skimage.restoration import denoise_nl_means, estimate_sigma
 
     sigma = float(np.mean(estimate_sigma(x, channel_axis=-1)))  # type: ignore[no-untyped-call]

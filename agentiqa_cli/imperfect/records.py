@@ -3,7 +3,7 @@
 Everything a model may generate is bounded here, once: at most four operations, degrees and
 directions as enums, boxes (``records.Box``) normalized to [0, 1] with positive extent,
 short strings. The ``fix`` and ``locate`` roles' JSON schemas are derived from these models
-(``agent/replies.py``), so a reply outside them is refused before anything runs.
+(declared with the roles in ``imperfect/roles.py``), so a reply outside them is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from agentiqa_cli.records import Box, Decode, Unit
 
 MAX_OPERATIONS = 4
 
-# The ten corruption types of seed 003 (Table 1) that have a fix, then the per-image
+# The ten corruption types of V-QPP-Bench (Table 1) that have a fix, then the per-image
 # properties CleanVision reports (informational: no operation restores them).
 Fixable = Literal[
     "rotation", "flip", "brightness", "blur", "noise",
@@ -35,7 +35,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-# -- operations (seed 003 Table 2; locate is a role of its own) ---------------------------
+# -- operations (V-QPP-Bench Table 2; locate is a role of its own) ---------------------------
 class Rotate(_Model):
     tool: Literal["rotate"] = "rotate"
     degrees: Literal[90, 180, 270]  # clockwise
@@ -71,7 +71,7 @@ class Crop(_Model):
 
 
 class Fill(_Model):
-    """Paint ``bbox`` white (seed 003: masks a distractor without moving anything)."""
+    """Paint ``bbox`` white (V-QPP-Bench: masks a distractor without moving anything)."""
 
     tool: Literal["fill"] = "fill"
     bbox: Box | None = None

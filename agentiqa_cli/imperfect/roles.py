@@ -17,7 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field, JsonValue
 
-from agentiqa_cli.agent.roles import Asker
+from agentiqa_cli.asking.asker import Asker
+from agentiqa_cli.asking.registry import Role, register
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imperfect.checks import check
 from agentiqa_cli.imperfect.records import (
@@ -135,6 +136,10 @@ def rules_locate(inputs: LocateInput) -> LocateReply:
         if f.box is not None and (f.type in target or any(w in target for w in words)):
             return LocateReply(found=True, box=f.box)
     return LocateReply(found=False, box=None)
+
+
+register(Role(FixInput, FixReply, step="imperfect", answer=lambda i, _: rules_fix(i)))
+register(Role(LocateInput, LocateReply, step="imperfect", answer=lambda i, _: rules_locate(i)))
 
 
 # -- one image's decision ------------------------------------------------------------------

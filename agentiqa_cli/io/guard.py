@@ -23,6 +23,7 @@ import csv
 import os
 import re
 import secrets
+import sqlite3
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ _SNIFF = 64 * 1024  # our headers are far shorter
 
 
 def trace_path_for(out: Path, trace: Path | None) -> Path:
-    """``--trace``, or beside the CSV: results.csv → trace.jsonl (SPEC §1), other names
+    """``--trace``, or beside the CSV: results.csv → trace.jsonl (docs/commands.md), other names
     <stem>.trace.jsonl."""
     default = "trace.jsonl" if out.name == "results.csv" else out.stem + ".trace.jsonl"
     return trace or out.with_name(default)
@@ -130,7 +131,6 @@ def is_pool_file(path: Path) -> bool:
         return True
     if head != b"SQLite format 3\x00":
         return False
-    import sqlite3
 
     try:
         con = sqlite3.connect(f"{_real(path).as_uri()}?mode=ro", uri=True)

@@ -7,7 +7,7 @@ cropped copy from a different picture with the same coarse layout (two flat wall
 so each candidate pair is then checked on small gray views: the correlation of one image
 with crops of the other (scales 100/94/88 %, nine positions) must reach ``min_similarity``.
 Pairs are joined into sets (connected components), so a chain of copies is one set.
-The defaults were chosen on real photos by ``scripts/dupes_check.py`` (README "Report").
+The defaults were chosen on real photos by ``scripts/dupes_check.py`` (docs/guides.md, report).
 """
 
 from __future__ import annotations

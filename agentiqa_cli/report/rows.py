@@ -10,6 +10,7 @@ objects (``{"type": …, "level": …}``), or a JSON object ``{name: level}``.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,7 +127,7 @@ def _float(text: str | None) -> float | None:
         v = float(text or "")
     except ValueError:
         return None
-    return v if v == v else None  # NaN is no score
+    return v if math.isfinite(v) else None  # NaN or ±inf is no score
 
 
 def read_rows(path: Path) -> list[Row]:

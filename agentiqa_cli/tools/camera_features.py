@@ -8,15 +8,20 @@ smaller one has its finest bands empty while the coarser ones keep their contras
 cepstral zeros are filled in. ``features`` returns, besides every built-in detector's raw
 reading, these band and colour statistics:
 
-- octave band energies of the full-resolution luma (a Laplacian pyramid) per 32 px tile: in the most structured tiles (the subject, a quarter of them), each fine
-  band against the coarse ones (their 90th percentile and median, log2), which falls as
+- octave band energies of the luma at viewing scale (``detectors._detail``: at most 1024 px
+  on the long side) in a Laplacian pyramid per 32 px tile: in the most structured tiles (the
+  subject, a quarter of them), each fine band against the coarse ones (their 90th percentile and median, log2), which falls as
   resolution is lost (an upscale, a defocus, a shake) and rises with noise;
 - in the flattest tiles (a quarter), the finest and the second band's energy of luma and of
   the two colour-difference planes (log): noise where content does not mask it;
-- luma percentiles and the shares of clipped and black pixels: exposure.
+- luma percentiles and the shares of clipped and black pixels: exposure;
+- the fall of energy from each octave of the whole view to the next coarser one (seven
+  octaves, 2 to 256 px): how far up the spectrum a blur or an upscale reaches, which the
+  32 px tiles cannot tell for a long shake or a 4-6x upscale.
 
-Every statistic is scale-aware only through the pixel grid: the model learns what a given
-reading means on photos of about 0.5-1 MP, which is where it was trained.
+Every plane is read at viewing scale, so a 2x or a 24 MP photo reads as its 1024 px view;
+below that the statistics follow the pixel grid: the model learns what a reading means on
+photos of 0.5-1 MP, which is where it was trained.
 """
 
 from __future__ import annotations
@@ -25,13 +30,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agentiqa_cli.imaging.load import LoadedImage
-from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS, _cached, _crops, _sample
+from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS, _cached, _chroma, _detail, _sample
 
 F32 = NDArray[np.float32]
 
 TILE = 32
 LEVELS = 5  # octave bands read, the finest (about 0.25-0.5 cycles/px) first
-SIDE = 1024  # the colour planes are read at most this large (centre crop)
 # the floor added to band energies (8-bit code values squared): below it a band is empty
 FLOOR = 0.25
 
@@ -40,7 +44,11 @@ BAND_FEATURES: tuple[str, ...] = (
     "fine0_p90", "fine1_p90", "fine2_p90", "fine0_p50", "fine1_p50", "fine2_p50",
     "flat_y0", "flat_y1", "flat_c0", "flat_c1",
     "luma_p1", "luma_p5", "luma_p50", "luma_p95", "luma_p99", "clipped", "black",
+    "octave0", "octave1", "octave2", "octave3", "octave4", "octave5",
 )  # fmt: skip
+OCTAVES = 7  # global octave bands read (the finest, 2-4 px, to the coarsest, 128-256 px)
+# the floor added to a global band's mean energy (8-bit code values squared)
+OCTAVE_FLOOR = 0.01
 FEATURES: tuple[str, ...] = DETECTOR_FEATURES + BAND_FEATURES
 
 
@@ -72,18 +80,31 @@ def _bands(g: F32) -> list[F32]:
     return out
 
 
-def _centre(image: LoadedImage, side: int) -> F32:
-    """The central ``side`` × ``side`` RGB crop (only its rows are made float)."""
-    h, w = image.shape
-    y0, x0 = max(0, (h - side) // 2), max(0, (w - side) // 2)
-    return np.ascontiguousarray(image.rows(y0, y0 + side)[:, x0 : x0 + side])
+def octave_slopes(g: F32) -> list[float]:
+    """The fall of energy from each octave band of the whole plane ``g`` to the next coarser
+    one (log2; a Laplacian pyramid, ``OCTAVES`` bands). A natural photo's spectrum spends
+    about as much energy per octave; a blur or an upscale empties the octaves finer than its
+    size (a long shake reaches the 16-32 px octave), noise fills the finest."""
+    e: list[float] = []
+    cur = g
+    for _ in range(OCTAVES):
+        if min(cur.shape) < 8:  # too small for this octave: as flat as the last one read
+            e.append(e[-1] if e else 1.0)
+            continue
+        low = _binomial(cur)
+        e.append(float(np.mean((cur - low) ** 2)) + OCTAVE_FLOOR)
+        cur = low[::2, ::2]
+    lg = np.log2(np.array(e))
+    return [float(v) for v in lg[:-1] - lg[1:]]
 
 
 def band_statistics(image: LoadedImage) -> dict[str, float]:
     def make() -> dict[str, float]:
-        crops = _crops(image)
-        per_crop = [_bands(g * 255.0) for g in crops]
-        e0, e1, e2, e3, e4 = (np.concatenate(z) for z in zip(*per_crop, strict=True))
+        # every plane at viewing scale (at most 1024 px on the long side, as sharpness reads):
+        # the same photo at half or twice the size reads alike, a 24 MP photo costs little
+        view = _detail(image) * np.float32(255.0)
+        ly = _bands(view)
+        e0, e1, e2, e3, e4 = ly
         coarse = e3 + e4
         order = np.argsort(coarse)
         n = max(1, order.size // 4)
@@ -95,12 +116,9 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
             out[f"fine{k}_p50"] = float(np.median(r))
         out["flat_y0"] = float(np.log2(np.median(e0[flat]) + FLOOR))
         out["flat_y1"] = float(np.log2(np.median(e1[flat]) + FLOOR))
-        # colour-difference planes (full resolution, the centre): chroma noise survives a
-        # camera's luma-oriented noise reduction and shows where luma is flat
-        rgb = _centre(image, SIDE) * np.float32(255.0)
-        luma = rgb @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
-        ly = per_crop[0] if len(crops) == 1 else _bands(luma)
-        cb, cr = _bands(rgb[..., 2] - luma), _bands(rgb[..., 0] - luma)
+        # colour-difference planes: chroma noise survives a camera's luma-oriented noise
+        # reduction and shows where luma is flat
+        cb, cr = (_bands(c * np.float32(255.0)) for c in _chroma(image))
         flat_c = np.argsort(ly[3] + ly[4])[: max(1, ly[3].size // 4)]
         for k in (0, 1):
             out[f"flat_c{k}"] = float(np.log2(np.median((cb[k] + cr[k])[flat_c]) + FLOOR))
@@ -109,6 +127,8 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
             out[f"luma_p{p}"] = float(np.percentile(y, p))
         out["clipped"] = float((_sample(image).max(axis=1) >= 254.5 / 255).mean())
         out["black"] = float((y <= 4.5 / 255).mean())
+        for k, v in enumerate(octave_slopes(view)):
+            out[f"octave{k}"] = v
         return out
 
     return _cached(image, "cam:bands", make)

@@ -8,8 +8,10 @@ each a built-in detector of its own (``camera_<head>``, a tool card each). It is
 ``scripts/train_camera_model.py`` (``make camera-model``) on the project's fit set only, on
 the CPU in about a minute; its weights ship as JSON beside the cards (a few kB).
 
-One hidden layer of tanh units, outputs ``1 + 4 · sigmoid``; inputs standardized with the
-training set's mean and spread, clipped to ±3 spreads. Fitted by L-BFGS on a weighted squared error with an L2
+One hidden layer of tanh units, each head reading its own share of them (one small network
+per head, fitted at once: a head that is hard to fit cannot take another's units), outputs
+``1 + 4 · sigmoid``; inputs standardized with the training set's mean and spread, clipped
+to ±3 spreads. Fitted by L-BFGS on a weighted squared error with an L2
 penalty (scipy), from a fixed seed.
 """
 
@@ -61,9 +63,17 @@ class Network:
 
 
 def fit_network(
-    x: F64, y: F64, weight: F64, hidden: int = 16, l2: float = 3e-3, seed: int = 0
+    x: F64,
+    y: F64,
+    weight: F64,
+    hidden: int = 16,
+    l2: float = 3e-3,
+    seed: int = 0,
+    separate: bool = False,
 ) -> Network:
-    """Weighted least squares with an L2 penalty on the weights, by L-BFGS."""
+    """Weighted least squares with an L2 penalty on the weights, by L-BFGS. ``separate``:
+    each output reads only its own share of the hidden units (one small network per head,
+    fitted at once), so a head that is hard to fit cannot take another's units."""
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
     xs = _standard(x, mean, scale)
     d = xs.shape[1]
@@ -71,6 +81,11 @@ def fit_network(
     shapes = [(d, hidden), (hidden,), (hidden, k), (k,)]
     sizes = [int(np.prod(s)) for s in shapes]
     w = weight / weight.sum()
+    mask = np.ones((hidden, k))
+    if separate:
+        mask[:] = 0.0
+        for j, units in enumerate(np.array_split(np.arange(hidden), k)):
+            mask[units, j] = 1.0
 
     def unpack(theta: F64) -> list[F64]:
         out, i = [], 0
@@ -81,12 +96,13 @@ def fit_network(
 
     def loss(theta: F64) -> tuple[float, F64]:
         w1, b1, w2, b2 = unpack(theta)
+        w2 = w2 * mask
         h = np.tanh(xs @ w1 + b1)
         s = 1.0 / (1.0 + np.exp(-(h @ w2 + b2)))
         err = 1.0 + 4.0 * s - y
         f = float((w[:, None] * err**2).sum() / k + l2 * ((w1**2).sum() + (w2**2).sum()))
         g_out = (2.0 / k) * w[:, None] * err * 4.0 * s * (1.0 - s)
-        g_w2 = h.T @ g_out + 2 * l2 * w2
+        g_w2 = (h.T @ g_out + 2 * l2 * w2) * mask
         g_b2 = g_out.sum(axis=0)
         g_h = (g_out @ w2.T) * (1.0 - h**2)
         g_w1 = xs.T @ g_h + 2 * l2 * w1
@@ -98,7 +114,7 @@ def fit_network(
     theta[sum(sizes[:3]) :] = 2.0  # outputs start near the clean plateau
     res = minimize(loss, theta, jac=True, method="L-BFGS-B", options={"maxiter": 3000})
     w1, b1, w2, b2 = unpack(res.x)
-    return Network(mean, scale, w1, b1, w2, b2)
+    return Network(mean, scale, w1, b1, w2 * mask, b2)
 
 
 @dataclass(frozen=True)

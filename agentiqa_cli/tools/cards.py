@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from agentiqa_cli.errors import ConfigError, UnknownToolError
+from agentiqa_cli.io.guard import write_whole
 from agentiqa_cli.io.read import load_yaml, read_bytes
 from agentiqa_cli.records import Category, Mode
 from agentiqa_cli.tools.logistic import anchor_top, normalize
@@ -60,13 +61,13 @@ class ToolCard(BaseModel):
     raw_range: tuple[float, float]
     logistic: Logistic | None = None
     distortions: list[Category] = Field(
-        default_factory=list, description="categories it is best at (seed 000 App. A.3)"
+        default_factory=list, description="categories it is best at (AgenticIQA App. A.3)"
     )
     description: str = Field(min_length=10, max_length=400)
     weights: bool = Field(description="needs downloaded weights")
     licence: str
     paper: str = ""
-    in_seed: bool = Field(False, description="one of the 28 tools of seed 000 App. A.3")
+    in_seed: bool = Field(False, description="one of the 28 tools of AgenticIQA App. A.3")
     notes: str = ""
     default_order: int | None = Field(
         None,
@@ -129,7 +130,7 @@ class ToolCard(BaseModel):
 
     def curve_problem(self, steps: int = 200) -> str | None:
         """Where the normalizing curve runs against the card's direction over raw_range
-        (seed 000 Table 5 has such rows), or None. Such a card ranks some better raws
+        (AgenticIQA Table 5 has such rows), or None. Such a card ranks some better raws
         below worse ones until `agentiqa calibrate` refits it."""
         lo, hi = self.raw_range
         xs = [lo + (hi - lo) * i / steps for i in range(steps + 1)]
@@ -342,8 +343,6 @@ def _replace_entry(text: str, key: str, lines: list[str]) -> str:
 
 
 def _replace_file(path: Path, text: str) -> None:
-    from agentiqa_cli.io.guard import write_whole
-
     write_whole(path, text)  # a temporary file renamed over it once complete
 
 

@@ -6,14 +6,16 @@ into distortion findings for the rules backend.
 
 Working planes, computed once per image and cached on it:
 - ``_detail``: luma at most 1024 px on the long side (area-averaged by an integer factor)
-  for sharpness; at that scale pixel-level softness of large camera files does not count
-  as blur, which matches how the image is viewed. ``_value``: the brightest channel of each
-  pixel at the same scale, for under-exposure.
-- ``_crops``: full-resolution luma for noise, blockiness and pixelation, which downscaling
-  would erase: the whole image when it fits in 1024×1024, else five 512×512 crops (the
-  centre and the middles of the four quadrants), so a defect anywhere in a large frame is
-  read, not only in its centre; crop offsets are multiples of 8, so JPEG's block grid stays
-  aligned.
+  for sharpness, motion blur and noise; at that scale pixel-level softness and per-pixel
+  noise of large camera files count as a viewer of the whole photo sees them (IQA datasets
+  such as KonIQ-10k are rated at about this size), and the same photo at half or twice the
+  size reads alike. ``_value``: the brightest channel of each pixel at the same scale, for
+  under-exposure; ``_chroma``: the colour differences at that scale (the camera model).
+- ``_crops``: full-resolution luma for blockiness, pixelation and an upscale's lattice, which
+  downscaling would erase: the whole image when it fits in 1024×1024, else five 512×512
+  crops (the centre and the middles of the four quadrants), so a defect anywhere in a large
+  frame is read, not only in its centre; crop offsets are multiples of 8, so JPEG's block
+  grid stays aligned.
 - ``_grid`` / ``_sample``: RGB strided to at most ~64k pixels (2-D / flattened) for
   histogram statistics (exposure, contrast, colour); percentiles do not need every pixel.
 """
@@ -105,6 +107,24 @@ def _detail(image: LoadedImage) -> F32:
     if max(h, w) <= DETAIL_SIDE:
         return _gray(image)
     return _viewing(image, "det:detail", lambda a, b: image.rows(a, b) @ _BT601)
+
+
+def _chroma(image: LoadedImage) -> tuple[F32, F32]:
+    """The blue and red colour differences (B - Y, R - Y) at viewing scale."""
+
+    def diff(channel: int) -> Callable[[int, int], F32]:
+        def plane(a: int, b: int) -> F32:
+            rgb = image.rows(a, b)
+            return rgb[..., channel] - rgb @ _BT601
+
+        return plane
+
+    h, w = image.shape
+    if max(h, w) <= DETAIL_SIDE:
+        rgb = image.rows(0, h)
+        y = _gray(image)
+        return rgb[..., 2] - y, rgb[..., 0] - y
+    return _viewing(image, "det:cb", diff(2)), _viewing(image, "det:cr", diff(0))
 
 
 def _value(image: LoadedImage) -> F32:
@@ -275,6 +295,7 @@ def _sharpest_region(image: LoadedImage) -> float:
     m, t = 6, TILE  # m: context around a tile for the 11-sample re-blur
     ny, nx = (g.shape[0] - 2 * m) // t, (g.shape[1] - 2 * m) // t
     if ny < 1 or nx < 1:
+        # start-up time: scikit-image loads only for images too small for the block measure
         from skimage.measure import blur_effect
 
         return float(1.0 - blur_effect(g))
@@ -468,7 +489,9 @@ def noise(image: LoadedImage) -> float:
     t = NOISE_TILE
     scale = np.float32(np.sqrt(np.pi / 2) / (6.0 * t * t))
     sigs, oks = [], []
-    for g in _crops(image):
+    # at viewing scale, as sharpness reads: a 24 MP photo's per-pixel noise is not what its
+    # viewer sees, and the same photo at half or twice the size must read alike
+    for g in [_detail(image)]:
         v = g[:-2] - 2.0 * g[1:-1] + g[2:]
         r = v[:, :-2] - 2.0 * v[:, 1:-1] + v[:, 2:]
         if min(r.shape) < t + max(PATTERN_LAGS):

@@ -1,6 +1,6 @@
 """Five-parameter logistic of Sheikh et al. (2006) mapping raw tool scores to [1, 5].
 
-Seed 000 Eq. 6 prints ``1 / exp(b2 (x - b3))``; the standard form (and the only one for
+AgenticIQA Eq. 6 prints ``1 / exp(b2 (x - b3))``; the standard form (and the only one for
 which Table 5's parameters give scores on the 1–5 scale) is ``1 / (1 + exp(...))``.
 """
 
@@ -36,6 +36,7 @@ def fit_logistic(
     directions are tried unless ``increasing`` fixes one, and the better fit is kept, so
     lower-is-better raw scores fit as well as higher-is-better ones.
     """
+    # start-up time: scipy.optimize loads only when a curve is fitted
     from scipy.optimize import curve_fit
 
     xa = np.asarray(x, dtype=np.float64)

@@ -183,6 +183,7 @@ def psnry(image: LoadedImage, ref: LoadedImage) -> float:
 
 
 def _gradient_magnitude(y: F64) -> F64:
+    # start-up time: as in _valid_gaussian
     from scipy import ndimage
 
     h, w = (y.shape[0] // 2) * 2, (y.shape[1] // 2) * 2
@@ -234,6 +235,7 @@ def _detail_bands(image: LoadedImage) -> list[F64]:
 
 
 def _pyramid(y: F64) -> list[F64]:
+    # start-up time: as in _valid_gaussian
     from scipy import ndimage
 
     out: list[F64] = []
@@ -265,6 +267,7 @@ def detail(image: LoadedImage, ref: LoadedImage) -> float:
     graphic's faint errors stay small against ``C``. The reading is the square root of that
     share: the lost or wrong share of the detail's amplitude.
     """
+    # start-up time: as in _valid_gaussian
     from scipy import ndimage
 
     _same_shape(image, ref)

@@ -13,6 +13,7 @@ meanwhile, and two overlapping builds can leave stdout pointing at stderr for go
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
 import time
@@ -25,6 +26,7 @@ from agentiqa_cli.errors import ConfigError, ToolUnavailableError
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import ToolScore
 from agentiqa_cli.tools.cards import CardSet, ToolCard
+from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.extras import installed, missing_extra, require_torch
 from agentiqa_cli.tools.native import BUILTIN_FR, NATIVE
 
@@ -33,6 +35,7 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         if not installed("torch"):  # the core install: no torch, nothing but the CPU
             return "cpu"
+        # optional extra: torch ([pyiqa])
         try:
             import torch
 
@@ -98,8 +101,6 @@ class ToolRunner:
                 )
             return own.fn
         if card.backend == "builtin":
-            from agentiqa_cli.tools.detectors import DETECTORS
-
             try:
                 return DETECTORS[card.metric]
             except KeyError:
@@ -159,6 +160,7 @@ class ToolRunner:
     def _run_pyiqa(
         self, card: ToolCard, metric: Any, image: LoadedImage, ref: LoadedImage | None
     ) -> float:
+        # optional extra: torch ([pyiqa])
         import torch
 
         x = image.tensor(self.device)
@@ -185,6 +187,23 @@ class ToolRunner:
             return False, str(e)
 
 
+class _Discard(io.StringIO):
+    """Where a metric's build prints go under ``-q`` (download progress is not an error)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+_DISCARD = _Discard()
+_CHATTER = {"on": True}
+
+
+def quiet_builds(on: bool) -> None:
+    """``-q``: what pyiqa prints while a metric is built (download progress) is dropped
+    instead of going to stderr."""
+    _CHATTER["on"] = not on
+
+
 class _Routed:
     """What ``sys.stdout`` is while metrics are built: threads that are building one write
     to stderr, every other thread to the stream it replaced."""
@@ -194,7 +213,9 @@ class _Routed:
         self._builders = builders
 
     def _stream(self) -> TextIO:
-        return sys.stderr if threading.get_ident() in self._builders else self.target
+        if threading.get_ident() not in self._builders:
+            return self.target
+        return sys.stderr if _CHATTER["on"] else _DISCARD
 
     def write(self, text: str) -> int:
         return self._stream().write(text)
@@ -244,6 +265,7 @@ _STDOUT = _StdoutRouter()
 
 def build_pyiqa_metric(card: ToolCard, device: str) -> Any:
     """Create the pyiqa metric and check the card agrees with pyiqa on direction."""
+    # optional extra: pyiqa ([pyiqa])
     try:
         import pyiqa
     except ImportError as e:  # pragma: no cover - _build checks the extra first

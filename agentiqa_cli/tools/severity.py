@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from agentiqa_cli.categories import category_of_detector, says_of_detector
 from agentiqa_cli.records import SEVERITIES, Finding, Severity
+from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import CardSet, load_cards
 
 # (lowest normalized score for this severity, severity), best first
@@ -105,8 +106,6 @@ def severity_of(norm: float) -> Severity:
 
 @lru_cache(maxsize=1)
 def _default_cards() -> CardSet:
-    from agentiqa_cli.resources import default_cards_dir
-
     return load_cards(default_cards_dir())
 
 

@@ -134,6 +134,7 @@ class InProcessVLM:
     # -- engine ----------------------------------------------------------------------------
 
     def _load(self) -> Any:
+        # optional extra: vllm (in-process backend)
         try:
             import vllm
         except ImportError:
@@ -156,6 +157,7 @@ class InProcessVLM:
             raise VLMError(f"cannot load {self.path} with vLLM: {_one_line(e)}") from None
 
     def _run(self, requests: list[VLMRequest]) -> list[VLMReply | VLMError]:
+        # optional extra: vllm, as in _load
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 

@@ -1,7 +1,7 @@
 """The built-in detectors over regions of one image: the scan grid, the subject, cell readings,
 and the counting rules both probing versions share.
 
-Grid (EXTENSIONS.md §A, ours): g = ⌈max(W, H) / 512⌉ tiles per side. The detectors are
+Grid (ours, docs/fidelity.md): g = ⌈max(W, H) / 512⌉ tiles per side. The detectors are
 area statistics (column-step energies, percentiles of tile noise), so a defect has to fill
 most of the window they read: a 256² mosaic patch moves a 512² tile's pixelation reading
 from 0.02 to 0.03, which no threshold can use. The scan therefore reads *cells* of a
@@ -20,12 +20,13 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import ndimage
 
-from agentiqa_cli.agent.crops import subject_overlap
-from agentiqa_cli.agent.probe_records import CropRecord, ProbeOutcome, SubjectRecord
+from agentiqa_cli.agent.probe.crops import subject_overlap
+from agentiqa_cli.agent.probe.records import CropRecord, ProbeOutcome, SubjectRecord
 from agentiqa_cli.categories import artefact_of_detector
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import SEVERITIES, Box, Severity
-from agentiqa_cli.tools.cards import CardSet
+from agentiqa_cli.resources import default_cards_dir
+from agentiqa_cli.tools.cards import CardSet, load_cards
 from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.severity import findings
 
@@ -56,9 +57,6 @@ _BT601 = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 
 @lru_cache(maxsize=1)
 def default_cards() -> CardSet:
-    from agentiqa_cli.resources import default_cards_dir
-    from agentiqa_cli.tools.cards import load_cards
-
     return load_cards(default_cards_dir())
 
 

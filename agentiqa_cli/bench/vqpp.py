@@ -1,4 +1,4 @@
-"""`eval-bench vqpp`: V-QPP-Bench's V-QPP benchmark over a folder of clean images.
+"""`eval-bench vqpp`: the V-QPP-Bench benchmark over a folder of clean images.
 
 Every clean image yields the original plus the ten corruptions, each with a parameter drawn
 from the paper's levels by a generator seeded with (seed, image, kind), so one item never
@@ -25,11 +25,13 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentiqa_cli.agent.roles import Asker
+from agentiqa_cli.asking.asker import Asker, images_of
 from agentiqa_cli.batch import Pair
-from agentiqa_cli.bench.synth import item_rng
 from agentiqa_cli.config import DEFAULT_QUERY
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS, Job
+from agentiqa_cli.imaging.distort import item_rng
+from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.imperfect.corrupt import (
     GENERATORS,
     KINDS,
@@ -49,6 +51,7 @@ from agentiqa_cli.imperfect.records import (
     Rotate,
     describe,
 )
+from agentiqa_cli.imperfect.roles import decide
 from agentiqa_cli.io.guard import whole_file
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import FixOutcome, Result
@@ -102,8 +105,6 @@ def build(
     asked with, reformulated with the target's location for expand and recapture."""
     if generator not in GENERATORS:
         raise ConfigError(f"unknown generator {generator!r} (one of {', '.join(GENERATORS)})")
-    from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS
-    from agentiqa_cli.imaging.load import load_image
 
     sources = sorted(
         p for p in Path(clean_dir).iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
@@ -163,9 +164,6 @@ async def decide_all(
 ) -> tuple[dict[str, list[Operation] | None], dict[str, list[str]]]:
     """Each item's operations (None: the decision failed or was refused) and findings, by
     the Runtime's batch (decoding, concurrency, error rows, trace) and ``asker``."""
-    from agentiqa_cli.agent.roles import images_of
-    from agentiqa_cli.imaging.discover import Job
-    from agentiqa_cli.imperfect.roles import decide
 
     chosen: dict[str, list[Operation] | None] = {it.image: None for it in items}
     found: dict[str, list[str]] = {}

@@ -2,7 +2,7 @@
 
 1. Whole image: every built-in detector once (the base score, unless the caller gives one,
    and the global severity of each local artefact).
-2. Cells (``probe_scan``, about 128 px): pixelation, JPEG blockiness, noise, blur and
+2. Cells (``scan``, about 128 px): pixelation, JPEG blockiness, noise, blur and
    posterization (banding). A cell is suspect when it reads bad on its own, clearly worse
    than the image's reference cell (the median cell; for blur the sharp end, the 90th
    percentile, since a shallow depth of field can blur most of the frame), visibly so in
@@ -31,15 +31,18 @@ ratio and makes its neighbours look like repeated columns, a flat-colour graphic
 runs with hard edges (and few codes: posterization), texture reads as noise, and a smooth
 part of a photo reads as blur. Hence:
 - mosaic: flat runs and hard steps on a lattice of at least four lines along both axes
-  (``probe_scan.mosaic_like``);
-- JPEG: extreme, with an 8-px grid that stands out by at least one 8-bit level in every
-  period (``probe_scan.grid_excess``);
+  (``scan.mosaic_like``);
+- JPEG: a raw blockiness of 4 or more (extreme on the card before it was refitted with
+  camera JPEGs as clean; the refitted card levels off at 1.43 and never reads extreme, and
+  a 16-px mosaic's block edges, which fall on the 8-px grid too, read about 1.4), with an
+  8-px grid that stands out by at least one 8-bit level in every period
+  (``scan.grid_excess``);
 - noise: independent from pixel to pixel: a 2×2 average at least 1.6× quieter
-  (``probe_scan.white_noise_like``; texture keeps its energy at the coarser scale);
+  (``scan.white_noise_like``; texture keeps its energy at the coarser scale);
 - blur: severe, 2 below the sharp end, on a cell with structure at an 8-px scale
-  (``probe_scan.structured``; flat sky reads blurred to any sharpness measure);
+  (``scan.structured``; flat sky reads blurred to any sharpness measure);
 - posterization: flat bands between which each channel steps by one quantization step,
-  read on the cell and its neighbours (``probe_scan.false_contours``). Like the
+  read on the cell and its neighbours (``scan.false_contours``). Like the
   detector, it reads banding only as quantized: a JPEG save fills the empty codes.
 Measured before the last three (scripts and images outside the repository; see the report
 of the probing branch): 38 clean images (19 Debian wallpapers at 1.7-15 MP, camera JPEGs
@@ -64,8 +67,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import ndimage
 
-from agentiqa_cli.agent.crops import CropBook, subject_overlap
-from agentiqa_cli.agent.probe_records import (
+from agentiqa_cli.agent.probe.crops import CropBook, subject_overlap
+from agentiqa_cli.agent.probe.records import (
     ELSEWHERE_WEIGHT,
     MAX_BOXES,
     MAX_TURNS,
@@ -76,7 +79,7 @@ from agentiqa_cli.agent.probe_records import (
     SubjectRecord,
     TurnRecord,
 )
-from agentiqa_cli.agent.probe_scan import (
+from agentiqa_cli.agent.probe.scan import (
     F32,
     LOCAL_DETECTORS,
     PxBox,
@@ -140,6 +143,9 @@ class CellRule:
     # a candidate needs this many suspect cells (a single soft cell is often just a
     # smooth part of a photo: a petal, a cheek, a soft shadow)
     min_cells: int = 1
+    # and its raw reading at least this bad (higher is worse), where the card's scale
+    # levels off before the severity the rule means
+    raw_floor: float = -math.inf
 
 
 ENCLOSED_MARGIN = 1.0
@@ -147,7 +153,7 @@ ENCLOSED_MARGIN = 1.0
 
 CELL_RULES: dict[str, CellRule] = {
     "pixelation": CellRule("moderate", 1.0, mosaic_like),
-    "blockiness": CellRule("extreme", 1.5, lambda g: grid_excess(g) >= 1 / 255),
+    "blockiness": CellRule("severe", 1.5, lambda g: grid_excess(g) >= 1 / 255, raw_floor=4.0),
     "noise": CellRule("moderate", 1.0, white_noise_like),
     "sharpness": CellRule("severe", 2.0, structured, reference=90.0, enclosed=0.8, min_cells=2),
     "posterization": CellRule("moderate", 1.0, false_contours, rgb=True, context=1),
@@ -161,12 +167,14 @@ def _suspects(image: LoadedImage, cards: CardSet, glob: dict[str, Reading]) -> l
     xs, ys = grid.cells(side)
     names = [n for n in CELL_RULES if n in LOCAL_DETECTORS]
     norms = {n: np.full((len(ys), len(xs)), np.nan) for n in names}
+    raws = {n: np.full((len(ys), len(xs)), np.nan) for n in names}
     sevs = {n: np.zeros((len(ys), len(xs)), dtype=np.int_) for n in names}
     for i, y in enumerate(ys):
         for j, x in enumerate(xs):
             got = read(region(image, (x, y, min(w, x + side), min(h, y + side))), names, cards)
             for name, r in got.items():
                 norms[name][i, j] = np.nan if r.norm is None else r.norm
+                raws[name][i, j] = r.raw
                 sevs[name][i, j] = severity_rank(r.severity)
     gray: F32 | None = None  # made only when some cell gets as far as the gate
     hits = {n: np.zeros((len(ys), len(xs)), dtype=bool) for n in names}
@@ -179,7 +187,8 @@ def _suspects(image: LoadedImage, cards: CardSet, glob: dict[str, Reading]) -> l
             severity_rank(glob[name].severity) + 1 if name in glob else 0,
         )
         cut = float(np.nanpercentile(n, rule.reference)) - rule.below_median
-        for i, j in np.argwhere((sevs[name] >= floor) & (n <= cut)).tolist():
+        bad_enough = (sevs[name] >= floor) & (n <= cut) & (raws[name] >= rule.raw_floor)
+        for i, j in np.argwhere(bad_enough).tolist():
             x, y = xs[j], ys[i]
             gray = luma(image) if gray is None else gray
             plane = image.pixels if rule.rgb else gray

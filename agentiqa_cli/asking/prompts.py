@@ -2,7 +2,7 @@
 
 A prompt file holds data only: templates, token limits, and an example reply that
 loading checks against the role's reply model. The output schema used for constrained
-decoding is not in the file: it is derived from the reply model (``agent/replies.py``),
+decoding is not in the file: it is derived from the reply model its role declares (``asking/registry.py``),
 and templates quote its string limits as ``limits.<property>``.
 
 Text shared by several prompts (a rule, the way evidence is listed) is written once, as a
@@ -47,14 +47,14 @@ from pydantic import (
     model_validator,
 )
 
-from agentiqa_cli.agent.replies import OPTION_LETTERS, REPLY_MODELS, REPLY_SCHEMAS
-from agentiqa_cli.agent.schemas import (
+from agentiqa_cli.asking.registry import role, roles
+from agentiqa_cli.asking.schemas import (
     BUILTIN_VALUES,
     dynamic_names,
     expand_schema,
     string_limits,
 )
-from agentiqa_cli.agent.template_bounds import (
+from agentiqa_cli.asking.template_bounds import (
     BoundedSandbox,
     bounded_range,
     render_bounded,
@@ -62,10 +62,9 @@ from agentiqa_cli.agent.template_bounds import (
 )
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.read import decode, parse_yaml, read_bytes, read_text
+from agentiqa_cli.records import OPTION_LETTERS
 from agentiqa_cli.resources import default_prompts_dir
 from agentiqa_cli.vlm.base import ImagePart, Message
-
-ROLES: tuple[str, ...] = tuple(REPLY_MODELS)
 
 # Optional template sections leave blank lines behind when they are skipped.
 _BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*){2,}")
@@ -132,7 +131,7 @@ def make_env(fragments: Sequence[Path] = ()) -> SandboxedEnvironment:
     env.globals["option_letters"] = OPTION_LETTERS
     env.globals["range"] = bounded_range
     # the reply models' string limits, so a prompt quotes the limit the decoder enforces
-    env.globals["limits"] = string_limits(REPLY_SCHEMAS.values())
+    env.globals["limits"] = string_limits(r.schema for r in roles().values())
     env.filters["json"] = _to_json
     return env
 
@@ -232,15 +231,15 @@ class PromptSpec(BaseModel):
         if isinstance(data, dict) and "schema" in data:
             raise ValueError(
                 "'schema' is not read from prompt files: a role's output schema comes from "
-                "its reply model (agentiqa_cli/agent/replies.py); delete the key"
+                "its reply model (declared with the role: agentiqa_cli/asking/registry.py); delete the key"
             )
         return data
 
     @field_validator("name")
     @classmethod
     def _role(cls, v: str) -> str:
-        if v not in REPLY_MODELS:
-            raise ValueError(f"no role named {v!r}; the roles are {', '.join(REPLY_MODELS)}")
+        if v not in roles():
+            raise ValueError(f"no role named {v!r}; the roles are {', '.join(roles())}")
         return v
 
     @field_validator("version")
@@ -293,7 +292,7 @@ class PromptSpec(BaseModel):
 
     @model_validator(mode="after")
     def _example_fits_reply(self) -> PromptSpec:
-        model = REPLY_MODELS[self.name]
+        model = role(self.name).reply
         try:
             model.model_validate(self.example)
         except ValidationError as e:
@@ -318,7 +317,7 @@ class PromptSpec(BaseModel):
         of the fragments it uses and of its output schema."""
         own = self._sha256 or hashlib.sha256(self.model_dump_json().encode()).hexdigest()
         if not self._digest.startswith(own):
-            schema = json.dumps(REPLY_SCHEMAS[self.name], sort_keys=True)
+            schema = json.dumps(role(self.name).schema, sort_keys=True)
             digest = hashlib.sha256(f"{own}:{self._fragments_sha256}:{schema}".encode())
             self._digest = own + digest.hexdigest()
         return self._digest[len(own) :]
@@ -337,12 +336,12 @@ class PromptSpec(BaseModel):
     @property
     def output_schema(self) -> dict[str, Any]:
         """The role's output schema with run-time directives, from its reply model."""
-        return copy.deepcopy(REPLY_SCHEMAS[self.name])
+        return copy.deepcopy(role(self.name).schema)
 
     @property
     def dynamic_names(self) -> set[str]:
         """``schema_for`` arguments this schema needs (built-ins excluded)."""
-        return dynamic_names(REPLY_SCHEMAS[self.name])  # reads it only: no copy
+        return dynamic_names(role(self.name).schema)  # reads it only: no copy
 
     def schema_for(self, **values: object) -> dict[str, Any]:
         """The plain JSON Schema for this request, directives expanded."""
@@ -352,7 +351,7 @@ class PromptSpec(BaseModel):
                 f"prompt {self.name!r}: its schema needs values for {', '.join(missing)}"
             )
         try:
-            return expand_schema(REPLY_SCHEMAS[self.name], values)  # builds a new schema
+            return expand_schema(role(self.name).schema, values)  # builds a new schema
         except ValueError as e:
             raise ConfigError(f"prompt {self.name!r}: {e}") from None
 
@@ -366,7 +365,7 @@ class PromptSpec(BaseModel):
             raise ConfigError(f"prompt {self.name!r}: missing template variables: {missing}")
         context = {k: context[k] for k in self.inputs}
         # the string limits of this role's own reply (a name may differ between replies)
-        context["limits"] = string_limits([REPLY_SCHEMAS[self.name]])
+        context["limits"] = string_limits([role(self.name).schema])
         texts: dict[str, str] = {}
         for part, template in self._templates.items():
             try:
@@ -414,8 +413,8 @@ def load_prompt(path: Path, env: SandboxedEnvironment | None = None) -> PromptSp
     return spec
 
 
-def load_prompts(folder: Path, required: Iterable[str] = ROLES) -> dict[str, PromptSpec]:
-    """Every ``*.yaml`` prompt in ``folder``, by name; the ``required`` roles must be there.
+def load_prompts(folder: Path, required: Iterable[str] | None = None) -> dict[str, PromptSpec]:
+    """Every ``*.yaml`` prompt in ``folder``, by name; the ``required`` roles (default: every declared role) must be there.
 
     Fragments: a template's ``{% import "x.j2" ... %}`` / ``{% include "x.j2" %}`` reads
     ``folder/_fragments/x.j2`` if it exists, else the shipped ``_fragments/x.j2``. So a user's
@@ -427,7 +426,7 @@ def load_prompts(folder: Path, required: Iterable[str] = ROLES) -> dict[str, Pro
         raise ConfigError(f"prompts folder not found: {folder}")
     env = make_env(fragment_folders(folder))
     prompts = {p.stem: load_prompt(p, env) for p in sorted(folder.glob("*.yaml"))}
-    missing = [r for r in required if r not in prompts]
+    missing = [r for r in (roles() if required is None else required) if r not in prompts]
     if missing:
         raise ConfigError(f"{folder}: missing prompts for roles: {', '.join(missing)}")
     return prompts

@@ -1,4 +1,4 @@
-"""Context-aware probing (seed 001, Q-Probe §3, App. A.3, B; shared/EXTENSIONS.md §A).
+"""Context-aware probing (Q-Probe §3, App. A.3, B; the rules version is ours: docs/fidelity.md).
 
 The VLM looks at the global view, asks for up to three crops per turn, sees each crop cut
 from the original pixels, and finally judges every crop. The code, not the model, decides
@@ -28,8 +28,8 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from pydantic import Field
 
-from agentiqa_cli.agent.crops import ZOOM_MODES, Crop, CropBook, should_zoom
-from agentiqa_cli.agent.probe_records import (
+from agentiqa_cli.agent.probe.crops import ZOOM_MODES, Crop, CropBook, should_zoom
+from agentiqa_cli.agent.probe.records import (
     ARTEFACT_TYPES,
     MAX_TURNS,
     CropRecord,
@@ -41,8 +41,8 @@ from agentiqa_cli.agent.probe_records import (
     SubjectRecord,
     TurnRecord,
 )
-from agentiqa_cli.agent.probe_rules import probe_rules
-from agentiqa_cli.agent.probe_scan import count, find_subject, finish
+from agentiqa_cli.agent.probe.rules import probe_rules
+from agentiqa_cli.agent.probe.scan import count, find_subject, finish
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.tools.cards import CardSet

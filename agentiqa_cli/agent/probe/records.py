@@ -1,11 +1,11 @@
-"""Typed records of context-aware probing (seed 001, Q-Probe; shared/EXTENSIONS.md §A).
+"""Typed records of context-aware probing (Q-Probe; the rules version is ours: docs/fidelity.md).
 
 The two VLM replies (``ProbeTurnReply`` per turn, ``ProbeFinalReply`` at the end) are the
 output schemas of ``prompts/probe.yaml`` and ``prompts/probe_final.yaml``; ``ProbeOutcome``
 is what the VLM loop and the rules version both return.
 
 A turn reply's boxes are deliberately *not* range-checked here: the output schema bounds
-them for constrained decoding, and the code (``agent/crops.py``) rejects a bad box with a
+them for constrained decoding, and the code (``agent/probe/crops.py``) rejects a bad box with a
 note instead of failing the whole reply, so one bad box never costs the image.
 """
 
@@ -35,7 +35,7 @@ ArtefactType = Literal[
 ]
 
 
-# Rules version (ours, EXTENSIONS.md §A): penalty by severity before the location weight.
+# Rules version (ours, docs/fidelity.md): penalty by severity before the location weight.
 SEVERITY_PENALTY: dict[str, float] = {
     "none": 0.0,
     "slight": 0.25,

@@ -1,4 +1,4 @@
-"""The README's level cut-offs are the ones the code applies."""
+"""The level cut-offs docs/commands.md states are the ones the code applies."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from agentiqa_cli.evaluate.tiers import DEFAULT_CUTS
 from agentiqa_cli.records import LEVELS, level_of
 from agentiqa_cli.report.table import cutoffs
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+COMMANDS = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
 
 
-def test_the_readme_states_each_levels_score_range() -> None:
-    text = README.read_text()
-    outputs = text[text.index("### Outputs") : text.index("### Bad input")]
+def test_the_docs_state_each_levels_score_range() -> None:
+    text = COMMANDS.read_text()
+    outputs = text[text.index("## Outputs") : text.index("## Bad input")]
     rows = dict(re.findall(r"^\| (\w+) \| ([^|]+?) \| \d \|$", outputs, flags=re.M))
     assert rows == cutoffs()  # the report's summary states the same ranges
     for i, level in enumerate(LEVELS):  # and level_of agrees at each edge

@@ -14,7 +14,7 @@ on the run (tool names, the plan's objects, the distortion set, option letters):
 ``severities``, ``present_severities``, ``levels``), or ``@value``.
 
 A role's schema in that form is derived from its reply model by ``reply_schema``
-(``agent/replies.py``), so a field's type, enum and length limits are written once.
+(declared with its role, ``asking/registry.py``), so a field's type, enum and length limits are written once.
 """
 
 from __future__ import annotations

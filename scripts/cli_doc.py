@@ -1,10 +1,10 @@
-"""Keep the README's --help sections generated from the code (like cog).
+"""Keep docs/cli.md's --help sections generated from the code (like cog).
 
 Blocks look like ``<!-- help: score -->`` … ``<!-- /help -->``; everything between the
 markers is replaced with ``agentiqa score --help`` in a fenced block.
 
-    python scripts/readme_help.py          # rewrite README.md
-    python scripts/readme_help.py --check  # exit 1 if README.md is stale
+    python scripts/cli_doc.py          # rewrite docs/cli.md
+    python scripts/cli_doc.py --check  # exit 1 if docs/cli.md is stale
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CLI_DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 BLOCK = re.compile(r"(<!-- help: ?(?P<cmd>[\w -]*?) -->\n)(?P<body>.*?)(<!-- /help -->)", re.S)
 
 
@@ -43,17 +43,17 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
-    old = README.read_text(encoding="utf-8")
+    old = CLI_DOC.read_text(encoding="utf-8")
     new = render(old)
     if args.check:
         if new != old:
             print(
-                "README.md --help sections are stale: run python scripts/readme_help.py",
+                "docs/cli.md --help sections are stale: run python scripts/cli_doc.py",
                 file=sys.stderr,
             )
             return 1
         return 0
-    README.write_text(new, encoding="utf-8")
+    CLI_DOC.write_text(new, encoding="utf-8")
     return 0
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from agentiqa_cli.agent.probe_records import MAX_BOXES, CropRecord
+from agentiqa_cli.agent.probe.records import MAX_BOXES, CropRecord
 from agentiqa_cli.records import Box
 from agentiqa_cli.vlm.base import ImagePart
 from agentiqa_cli.vlm.images import fit_pixels
