@@ -3,7 +3,8 @@
     python scripts/probe_check.py IMAGE_OR_FOLDER... [--patched N]
 
 For every image: does ``probe_rules`` charge a penalty (on clean images it should not)?
-Then 256² patches (mosaic of 16 and 8 px, JPEG q 5 and 20) are pasted at two places into
+Then 256² patches (mosaic of 16 and 8 px, JPEG q 5 and 20, Gaussian noise sigma 0.06 and
+0.03, 4-bit posterization (16 levels a channel), Gaussian blur sigma 4) are pasted at two places into
 the first N images: is a degraded crop covering the patch found? Also times probe_rules on
 the 2048² scikit-image canvas of tests/test_probe.py.
 """
@@ -56,11 +57,50 @@ def jpeg(quality: int) -> Paste:
     return paste
 
 
+def noise(sigma: float) -> Paste:
+    def paste(px: np.ndarray, y: int, x: int) -> np.ndarray:
+        out = px.copy()
+        rng = np.random.default_rng(y * 100_003 + x)
+        patch = out[y : y + SIDE, x : x + SIDE] + rng.normal(0, sigma, (SIDE, SIDE, 3))
+        out[y : y + SIDE, x : x + SIDE] = np.clip(patch, 0, 1)
+        return out
+
+    return paste
+
+
+def posterize(levels: int) -> Paste:
+    def paste(px: np.ndarray, y: int, x: int) -> np.ndarray:
+        out = px.copy()
+        out[y : y + SIDE, x : x + SIDE] = (
+            np.round(out[y : y + SIDE, x : x + SIDE] * levels) / levels
+        )
+        return out
+
+    return paste
+
+
+def blur(sigma: float) -> Paste:
+    def paste(px: np.ndarray, y: int, x: int) -> np.ndarray:
+        from scipy import ndimage
+
+        out = px.copy()
+        out[y : y + SIDE, x : x + SIDE] = ndimage.gaussian_filter(
+            out[y : y + SIDE, x : x + SIDE], (sigma, sigma, 0)
+        )
+        return out
+
+    return paste
+
+
 PATCHES: dict[str, Paste] = {
     "mosaic16": mosaic(16),
     "mosaic8": mosaic(8),
     "jpeg5": jpeg(5),
     "jpeg20": jpeg(20),
+    "noise6": noise(0.06),
+    "noise3": noise(0.03),
+    "poster15": posterize(15),
+    "blur4": blur(4.0),
 }
 
 
@@ -85,6 +125,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--patched", type=int, default=8, help="images to paste patches into")
+    ap.add_argument("--patches", default=",".join(PATCHES), help="which patches (comma list)")
     ns = ap.parse_args()
     loaded: list[LoadedImage] = []
     for path in images(ns.paths):
@@ -100,19 +141,28 @@ def main() -> None:
             flagged += 1
             print(f"  penalty on clean {im.path.name}: {out.summary}")
     print(f"clean: {flagged}/{len(loaded)} images penalized ({time.perf_counter() - t0:.1f}s)")
-    found = {k: [0, 0] for k in PATCHES}
+    found = {k: [0, 0] for k in PATCHES if k in ns.patches.split(",")}
     big = [im for im in loaded if min(im.size) >= 2 * SIDE][: ns.patched]
     for im in big:
         w, h = im.size
         for fy, fx in ((0.55, 0.35), (0.2, 0.7)):
             y, x = int(fy * (h - SIDE)), int(fx * (w - SIDE))
             for kind, paste in PATCHES.items():
+                if kind not in ns.patches.split(","):
+                    continue
                 out = probe_rules(wrap(paste(im.pixels, y, x), im.path.name))
                 hit = any(
                     c.pixels[0] <= x and c.pixels[1] <= y
                     and c.pixels[2] >= x + SIDE and c.pixels[3] >= y + SIDE
                     for c in out.degraded
                 )  # fmt: skip
+                if kind.startswith("blur"):  # charged and overlapping it (a soft area's crop
+                    # has an eighth of context, so it need not cover the patch's border)
+                    hit = any(
+                        c.type == "blur" and c.pixels[0] < x + SIDE and c.pixels[2] > x
+                        and c.pixels[1] < y + SIDE and c.pixels[3] > y
+                        for c in out.degraded
+                    )  # fmt: skip
                 found[kind][0] += hit
                 found[kind][1] += 1
     for kind, (n_hit, n) in found.items():

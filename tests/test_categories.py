@@ -146,10 +146,11 @@ def test_a_new_distortion_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     assert f.category == "Sharpness" and f.reason.startswith("halo reading 0.9")
 
 
-def test_the_probe_reads_cells_as_jpeg_and_mosaic() -> None:
+def test_the_probe_reads_cells_for_every_local_artefact() -> None:
     from agentiqa_cli.agent.probe.scan import LOCAL_DETECTORS
 
-    assert LOCAL_DETECTORS == {"blockiness": "jpeg", "pixelation": "mosaic"}
+    assert LOCAL_DETECTORS == {"blockiness": "jpeg", "pixelation": "mosaic", "noise": "noise",
+                               "sharpness": "blur", "posterization": "posterize"}  # fmt: skip
 
 
 def test_fit_targets_come_from_the_distortions() -> None:

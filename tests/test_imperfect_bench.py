@@ -95,3 +95,30 @@ def test_refused_replies_count_as_failed(bench: tuple[Path, list[VqppItem]]) -> 
     rows = {r.kind: r for r in _run(some, root, ScriptedVLM({"fix": bad}))}
     assert rows["flip"].failed == 3 and rows["flip"].tsa == 0.0
     assert rows["original"].tsa == 0.0  # a failed decision is never a correct "pass"
+
+
+def test_the_random_generator_draws_boxes_and_resaves_and_queries_name_the_place(
+    bench: tuple[Path, list[VqppItem]], tmp_path: Path
+) -> None:
+    root, _ = bench
+    items = build(root / "clean", tmp_path, seed=7, size=160, generator="random",
+                  query="How sharp is it?")  # fmt: skip
+    assert items == build(root / "clean", tmp_path / "again", seed=7, size=160,
+                          generator="random", query="How sharp is it?")  # fmt: skip
+    assert any(it.jpeg for it in items) and any(it.jpeg is None for it in items)
+    assert all(it.image.endswith(".jpg") == bool(it.jpeg) for it in items)
+    for it in items:
+        if it.kind == "expand":
+            words = {"TL": "top-left", "TR": "top-right", "BL": "bottom-left", "BR": "bottom-right"}
+            assert (
+                it.query
+                == f"According to the {words[it.param]} part of the image, how sharp is it?"
+            )
+        elif it.kind == "recapture":
+            assert it.query.startswith("According to the image on the ")
+        else:
+            assert it.query == "How sharp is it?"
+    overlays = [it for it in items if it.kind == "overlay"]
+    boxes = [it.oracle[0].bbox for it in overlays]  # type: ignore[union-attr]
+    anchors = {(0.0, 0.0), (0.5, 0.5)}
+    assert any(b is not None and (b.x1, b.y1) not in anchors for b in boxes)

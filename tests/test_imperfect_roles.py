@@ -15,7 +15,7 @@ from agentiqa_cli.imperfect.corrupt import corrupt
 from agentiqa_cli.imperfect.records import Fill, Rotate
 from agentiqa_cli.imperfect.roles import Decision, decide
 from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.records import Usage
+from agentiqa_cli.records import Box, Usage
 from agentiqa_cli.resources import default_cards_dir, default_prompts_dir
 from agentiqa_cli.tools.cards import load_cards
 from agentiqa_cli.vlm.base import VLM, ImagePart
@@ -85,3 +85,17 @@ def test_degrees_outside_the_enum_are_refused(tmp_path: Path) -> None:
     vlm = ScriptedVLM({"fix": {"operations": [{"tool": "rotate", "degrees": 45}]}})
     d, _ = run(vlm, _photo(5), tmp_path / "t.jsonl")
     assert d.operations == [] and d.refused
+
+
+def test_the_rules_crop_the_quadrant_the_query_names() -> None:
+    from agentiqa_cli.imperfect.records import Crop, Imperfection
+    from agentiqa_cli.imperfect.roles import FixInput, rules_fix
+
+    hint = Imperfection(type="expand", reason="collage",
+                        operations=[Crop(bbox=Box(x1=0.0, y1=0.0, x2=0.5, y2=0.5))])  # fmt: skip
+    asked = FixInput(query="According to the bottom-right part of the image, how is it?",
+                     width=8, height=8, hints=[hint])  # fmt: skip
+    (op,) = rules_fix(asked).operations
+    assert isinstance(op, Crop) and op.bbox == Box(x1=0.5, y1=0.5, x2=1.0, y2=1.0)
+    plain = asked.model_copy(update={"query": "How is the overall quality of this image?"})
+    assert rules_fix(plain).operations == hint.operations

@@ -29,6 +29,8 @@ from agentiqa_cli.agent.probe import (
 )
 from agentiqa_cli.agent.probe.crops import CropBook, parse_box, should_zoom
 from agentiqa_cli.agent.probe.records import (
+    MAX_BOXES,
+    MAX_TURNS,
     CropVerdict,
     ProbeFinalReply,
     ProbeOutcome,
@@ -541,6 +543,61 @@ def test_flat_graphics_and_straight_edges_are_not_artefacts(kind: str) -> None:
     assert out.degraded == [], [(x.type, x.severity, x.pixels) for x in out.degraded]
 
 
+def _sky_canvas(rows: int = 768) -> np.ndarray:
+    """The photo canvas under a smooth 8-bit sky gradient (every level present)."""
+    c = _photo_canvas()
+    c[:rows] = np.linspace(0.4, 0.8, rows, dtype=np.float32)[:, None, None] * np.array(
+        [0.8, 0.9, 1.0], np.float32
+    )
+    return np.round(c * 255) / 255
+
+
+BAND = (300, 900, 256)  # top, left, side: in the sky
+
+
+def _limits(out: ProbeOutcome) -> None:
+    assert out.turns <= MAX_TURNS
+    for rec in out.records:
+        assert len(rec.crops) <= MAX_BOXES
+
+
+@pytest.mark.parametrize("kind", ["noise", "banding"])
+def test_rules_probe_finds_a_noisy_or_banded_patch(kind: str) -> None:
+    if kind == "noise":
+        y, x, s = PATCH
+        px = _photo_canvas()
+        noise = np.random.default_rng(1).normal(0, 0.06, (s, s, 3)).astype(np.float32)
+        px[y : y + s, x : x + s] = np.clip(px[y : y + s, x : x + s] + noise, 0, 1)
+        clean = _photo_canvas()
+    else:
+        y, x, s = BAND
+        clean = _sky_canvas()
+        px = clean.copy()
+        px[y : y + s, x : x + s] = np.round(px[y : y + s, x : x + s] * 15) / 15  # 4-bit bands
+    assert probe_rules(loaded(clean)).degraded == []
+    out = probe_rules(loaded(px))
+    _limits(out)
+    want = "noise" if kind == "noise" else "posterize"
+    hits = [
+        c for c in out.degraded
+        if c.type == want and c.pixels[0] <= x and c.pixels[1] <= y
+        and c.pixels[2] >= x + s and c.pixels[3] >= y + s
+    ]  # fmt: skip
+    assert hits, [(c.type, c.severity, c.pixels) for c in out.crops]
+    assert out.final_score < out.base_score
+
+
+def test_rules_probe_charges_a_blurred_patch_on_the_subject() -> None:
+    y, x, s = 140, 1200, 256  # textured content (a sharp part of the canvas)
+    px = _photo_canvas()
+    px[y : y + s, x : x + s] = ndimage.gaussian_filter(px[y : y + s, x : x + s], (4, 4, 0))
+    out = probe_rules(loaded(px))
+    _limits(out)
+    (hit,) = [c for c in out.degraded if c.type == "blur"]
+    assert hit.penalty > 0 and hit.on_subject
+    assert hit.box.intersection(Box.of_pixels(x, y, x + s, y + s, 2048, 2048)) > 0
+
+
 @pytest.fixture(scope="module")
 def bokeh() -> LoadedImage:
     """A sharp subject (the astronaut, native 512²) on a strongly blurred photo background."""
@@ -561,6 +618,10 @@ def test_subject_is_the_sharp_region(bokeh: LoadedImage) -> None:
 def test_sharp_subject_on_blurred_background_gets_no_blur_penalty(bokeh: LoadedImage) -> None:
     out = probe_rules(bokeh)
     assert out.penalty == 0.0 and out.final_score == out.base_score
+    # the blurred background reads blurred cell by cell, but it runs on around the subject:
+    # depth of field, not a local defect (a soft patch inside sharp content is one, below)
+    _limits(out)
+    assert not [c for c in out.crops if c.type == "blur" and c.status == "Degraded"]
     # the VLM version: a model that calls the background blurred is overruled by the code
     final = verdicts(("Degraded", "blur", 1.0), ("Degraded", "blur", 0.5))
     asker = Scripted(lambda v: crop_reply([0.0, 0.0, 0.3, 0.3], [0.4, 0.4, 0.6, 0.6]), final)

@@ -27,11 +27,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentiqa_cli.asking.asker import Asker, images_of
 from agentiqa_cli.batch import Pair
+from agentiqa_cli.config import DEFAULT_QUERY
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS, Job
 from agentiqa_cli.imaging.distort import item_rng
 from agentiqa_cli.imaging.load import load_image
-from agentiqa_cli.imperfect.corrupt import KINDS, OTHERS_NEEDED, corrupt
+from agentiqa_cli.imperfect.corrupt import (
+    GENERATORS,
+    KINDS,
+    OTHERS_NEEDED,
+    corrupt,
+    jpeg_quality,
+    located_query,
+)
 from agentiqa_cli.imperfect.records import (
     _OPERATIONS,
     FIXABLE,
@@ -60,6 +68,10 @@ class VqppItem(BaseModel):
     kind: str
     param: str = ""
     oracle: list[Operation] = Field(default_factory=list)
+    # the question asked with this image: for expand and recapture, V-QPP-Bench App. A.1's
+    # reformulation naming where the target is; empty: the run's query
+    query: str = ""
+    jpeg: int | None = None  # the random generator's re-save quality
 
 
 class VqppRow(BaseModel):
@@ -79,10 +91,20 @@ def _u8(x: np.ndarray) -> np.ndarray:
 
 
 def build(
-    clean_dir: Path, out_dir: Path, seed: int = 0, size: int | None = 384, limit: int | None = None
+    clean_dir: Path,
+    out_dir: Path,
+    seed: int = 0,
+    size: int | None = 384,
+    limit: int | None = None,
+    generator: str = "paper",
+    query: str = DEFAULT_QUERY,
 ) -> list[VqppItem]:
-    """Write the originals and their corruptions as PNG under ``out_dir`` with
-    ``manifest.jsonl``; returns the items. ``limit``: the first N clean images (by name)."""
+    """Write the originals and their corruptions as PNG (the random generator: JPEG where a
+    re-save was drawn) under ``out_dir`` with ``manifest.jsonl``; returns the items.
+    ``limit``: the first N clean images (by name). ``query``: the question each item is
+    asked with, reformulated with the target's location for expand and recapture."""
+    if generator not in GENERATORS:
+        raise ConfigError(f"unknown generator {generator!r} (one of {', '.join(GENERATORS)})")
 
     sources = sorted(
         p for p in Path(clean_dir).iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
@@ -103,7 +125,6 @@ def build(
     for i, (src, x) in enumerate(zip(sources, cleans, strict=True)):
         for kind in KINDS_AND_ORIGINAL:
             rng = item_rng(seed, src.name, kind)
-            rel = f"{kind}/{src.stem}.png"
             (out_dir / kind).mkdir(exist_ok=True)
             oracle: list[Operation] = []
             if kind == "original":
@@ -112,10 +133,16 @@ def build(
                 pool = [j for j in range(len(cleans)) if j != i]
                 need = OTHERS_NEEDED.get(kind, 0)
                 picks = [int(j) for j in rng.choice(pool, size=need, replace=len(pool) < need)]
-                y, oracle, param = corrupt(kind, x, [cleans[j] for j in picks], rng)
-            Image.fromarray(_u8(y)).save(out_dir / rel, format="PNG", compress_level=1)
+                y, oracle, param = corrupt(kind, x, [cleans[j] for j in picks], rng, generator)
+            q = jpeg_quality(rng) if generator == "random" else None
+            rel = f"{kind}/{src.stem}.{'png' if q is None else 'jpg'}"
+            if q is None:
+                Image.fromarray(_u8(y)).save(out_dir / rel, format="PNG", compress_level=1)
+            else:
+                Image.fromarray(_u8(y)).save(out_dir / rel, format="JPEG", quality=q)
             items.append(VqppItem(image=rel, clean=src.name, kind=kind, param=param,
-                                  oracle=oracle))  # fmt: skip
+                                  oracle=oracle, query=located_query(kind, param, query),
+                                  jpeg=q))  # fmt: skip
     with whole_file(out_dir / "manifest.jsonl", "w", encoding="utf-8") as f:
         for it in items:
             f.write(it.model_dump_json() + "\n")
@@ -141,12 +168,14 @@ async def decide_all(
     chosen: dict[str, list[Operation] | None] = {it.image: None for it in items}
     found: dict[str, list[str]] = {}
     name_of = {str(root / it.image): it.image for it in items}
+    query_of = {it.image: it.query for it in items}
 
     async def process(pair: Pair) -> Result:
         usage = pair.usage  # shared with the batch: an error row still counts the calls
-        d = await decide(asker, pair.image.pixels, images_of(pair)[0], rt.settings.query,
-                         usage, pair.trace)  # fmt: skip
         item = name_of[str(pair.job.image)]
+        query = query_of[item] or rt.settings.query
+        d = await decide(asker, pair.image.pixels, images_of(pair)[0], query, usage,
+                         pair.trace)  # fmt: skip
         fix_failed = any(r.startswith("fix refused") for r in d.refused)
         chosen[item] = None if fix_failed else d.operations
         found[item] = [f.type for f in d.found]
@@ -250,7 +279,7 @@ def write_decisions(
         for it in items:
             ops = chosen.get(it.image)
             f.write(json.dumps({
-                "image": it.image, "kind": it.kind, "param": it.param,
+                "image": it.image, "kind": it.kind, "param": it.param, "jpeg": it.jpeg,
                 "oracle": _OPERATIONS.dump_python(it.oracle, mode="json"),
                 "chosen": None if ops is None else _OPERATIONS.dump_python(ops, mode="json"),
                 "found": found.get(it.image, []),

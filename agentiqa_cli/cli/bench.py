@@ -380,6 +380,14 @@ def vqpp(
     ] = 384,
     limit: Limit = None,
     out_dir: OutDir = Path("eval-vqpp"),
+    generator: Annotated[
+        str,
+        typer.Option(
+            "--generator",
+            help="paper: the paper's levels and anchor boxes; random: overlays of any size "
+            "and place (pasted or blended), gains between the levels, JPEG re-saves.",
+        ),
+    ] = "paper",
 ) -> None:
     """The V-QPP-Bench benchmark: the original and ten imperfections per clean image (the
     paper's levels, fixed seed); per type tool-selection accuracy, parameter score and
@@ -393,12 +401,14 @@ def vqpp(
         raise ConfigError(f"{clean_dir}: not a folder of images")
     check_out_dir(out_dir, ("trace.jsonl", "vqpp.csv", "decisions.jsonl"), sources,
                   input_dir=clean_dir)  # fmt: skip
-    items = build(clean_dir, out_dir / "images", seed=seed, size=size, limit=limit)
+    items = build(clean_dir, out_dir / "images", seed=seed, size=size, limit=limit,
+                  generator=generator, query=settings.query)  # fmt: skip
     rows, chosen, found = asyncio.run(_vqpp_decide(settings, items, out_dir))
     write_report(rows, out_dir / "vqpp.csv")
     write_decisions(items, chosen, found, out_dir / "decisions.jsonl")
     t = Table(
-        title=f"V-QPP on {clean_dir}: {len(items)} images, backend {settings.vlm}",
+        title=f"V-QPP ({generator} generator) on {clean_dir}: {len(items)} images, "
+        f"backend {settings.vlm}",
         title_justify="left",
     )
     for col in ("type", "n", "failed", "TSA", "PS", "false fixes", "false findings"):

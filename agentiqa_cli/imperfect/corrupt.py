@@ -7,6 +7,13 @@ tiles, overlay's distractor, recapture's room). Recapture stands in for the pape
 "RealWorld" screen templates: the image on a screen with a dark bezel, pixel-grid moiré
 and a slight keystone, inside a blurred, dimmed room photo. "borders" is ours, not the
 paper's: letterbox or pillarbox bands of 5-15% a side, black or white.
+
+Two generators: ``paper`` draws the paper's levels (overlays at 15 anchor boxes);
+``random`` draws what a check must not key on anywhere in between: an overlay of any
+size (10-50% of each side, any aspect) at any position, pasted or blended (opacity
+0.6-0.9), and a brightness gain anywhere in [0.25, 0.5] or [1.5, 1.75]. The benchmark's
+``random`` build also re-saves every image (originals included) as JPEG at a drawn quality
+(``jpeg_quality``), which removes the 8-bit traces a gain leaves.
 """
 
 from __future__ import annotations
@@ -69,6 +76,40 @@ LEVELS: dict[str, tuple[Any, ...]] = {
 }
 WATERMARK_TEXT = "Sanfrancisco, California"
 OTHERS_NEEDED = {"expand": 3, "overlay": 1, "recapture": 1}
+GENERATORS = ("paper", "random")
+RESAVE_SHARE, RESAVE_QUALITY = 0.75, (60, 95)  # random: this share re-saved at q in range
+# where the screen sits in each recapture template (V-QPP-Bench App. A.1 reformulates the
+# query with it: "According to the image on [location], ...")
+SCREEN_PLACES = ("the top-left screen", "the top-right screen", "the central screen",
+                 "the bottom-left screen")  # fmt: skip
+QUADRANT_WORDS = {"TL": "top-left", "TR": "top-right", "BL": "bottom-left", "BR": "bottom-right"}
+
+
+def jpeg_quality(rng: np.random.Generator) -> int | None:
+    """The random generator's re-save: a JPEG quality, or None (kept lossless)."""
+    if rng.random() >= RESAVE_SHARE:
+        return None
+    return int(rng.integers(RESAVE_QUALITY[0], RESAVE_QUALITY[1] + 1))
+
+
+def located_query(kind: str, param: str, query: str) -> str:
+    """V-QPP-Bench App. A.1's reformulation: expand and recapture name where the target is."""
+    q = query[:1].lower() + query[1:]
+    if kind == "expand":
+        return f"According to the {QUADRANT_WORDS[param]} part of the image, {q}"
+    if kind == "recapture":
+        return f"According to the image on {SCREEN_PLACES[int(param) - 1]}, {q}"
+    return query
+
+
+def random_box(w: int, h: int, rng: np.random.Generator) -> tuple[int, int, int, int]:
+    """An overlay's box for the random generator: 10-50% of the width, an aspect within
+    0.6-1.6 (the height also within 10-50%), anywhere inside the image."""
+    fw = rng.uniform(0.1, 0.5)
+    fh = float(np.clip(fw * np.exp(rng.uniform(-0.5, 0.5)), 0.1, 0.5))
+    bw, bh = max(8, round(fw * w)), max(8, round(fh * h))
+    left, top = int(rng.integers(0, w - bw + 1)), int(rng.integers(0, h - bh + 1))
+    return left, top, left + bw, top + bh
 
 
 def anchor_box(loc: str, f: float, w: int, h: int) -> tuple[int, int, int, int]:
@@ -138,13 +179,29 @@ def _recapture(
 
 
 def corrupt(
-    kind: str, clean: Array, others: Sequence[Array], rng: np.random.Generator
+    kind: str,
+    clean: Array,
+    others: Sequence[Array],
+    rng: np.random.Generator,
+    generator: str = "paper",
 ) -> tuple[Array, list[Operation], str]:
     """(imperfect image, oracle operations, parameter) for one clean image."""
     h, w = clean.shape[:2]
     levels = LEVELS[kind]
     param = levels[int(rng.integers(len(levels)))]
     x = clean
+    if generator == "random" and kind == "brightness":
+        beta = float(rng.uniform(0.25, 0.5) if rng.random() < 0.5 else rng.uniform(1.5, 1.75))
+        out = np.clip(x * beta, 0, 1).astype(np.float32)
+        return out, [Lum(factor=1 / beta)], f"{beta:.3f}"
+    if generator == "random" and kind == "overlay":
+        left, top, right, bottom = random_box(w, h, rng)
+        alpha = 1.0 if rng.random() < 0.5 else float(rng.uniform(0.6, 0.9))
+        out = x.copy()
+        patch = _resize(others[0], right - left, bottom - top)
+        out[top:bottom, left:right] = alpha * patch + (1 - alpha) * x[top:bottom, left:right]
+        box = Box.of_pixels(left, top, right, bottom, w, h)
+        return out, [Fill(bbox=box)], f"{left},{top},{right},{bottom}:{alpha:.2f}"
     if kind == "rotation":
         return rotate(x, param), [Rotate(degrees=360 - param)], str(param)
     if kind == "flip":

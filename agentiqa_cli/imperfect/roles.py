@@ -9,6 +9,7 @@ then the decision is "no operations" with a trace note, and the image keeps its 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -96,14 +97,35 @@ class LocateInput(RoleInput):
 
 
 # -- the rules backend's answers -----------------------------------------------------------
+_QUADRANTS: dict[str, Box] = {
+    "top-left": Box(x1=0.0, y1=0.0, x2=0.5, y2=0.5),
+    "top-right": Box(x1=0.5, y1=0.0, x2=1.0, y2=0.5),
+    "bottom-left": Box(x1=0.0, y1=0.5, x2=0.5, y2=1.0),
+    "bottom-right": Box(x1=0.5, y1=0.5, x2=1.0, y2=1.0),
+}
+
+
+def named_quadrant(query: str) -> Box | None:
+    """The quadrant a query names ("According to the top-right part of the image, ...":
+    V-QPP-Bench App. A.1's reformulation for a collage), or None."""
+    q = re.sub(r"[\s_]+", "-", query.lower())
+    found = [box for name, box in _QUADRANTS.items() if name in q]
+    return found[0] if len(found) == 1 else None
+
+
 def rules_fix(inputs: FixInput) -> FixReply:
-    """The rules checks' operations, in the order found, at most four; "pass" otherwise."""
+    """The rules checks' operations, in the order found, at most four; "pass" otherwise.
+    A collage's crop takes the quadrant the query names, when it names one."""
     ops: list[Operation] = []
     seen = []
+    quadrant = named_quadrant(inputs.query)
     for f in inputs.hints:
         if f.type in FIXABLE:
             seen.append(f.type)
-            ops += f.operations
+            if f.type == "expand" and quadrant is not None:
+                ops.append(Crop(bbox=quadrant))
+            else:
+                ops += f.operations
     return FixReply(imperfections=seen[:6], operations=ops[:4])
 
 

@@ -38,7 +38,7 @@ MIN_CELL = 64
 # the detectors the rules version reads per cell, and the artefact each one reads
 LOCAL_DETECTORS: dict[str, str] = {
     name: artefact
-    for name in ("blockiness", "pixelation")
+    for name in ("blockiness", "pixelation", "noise", "sharpness", "posterization")
     if (artefact := artefact_of_detector(name))
 }
 BLUR_DETECTOR = "sharpness"
@@ -46,6 +46,11 @@ FOCUS_MARGIN = 0.5  # cells this close (normalized score) to the sharpest one ar
 # mean |∇luma| per pixel below which a cell is flat: sky, walls, studio backgrounds. Such a
 # cell reads "blurred" to any sharpness measure, but there is nothing in it to be in focus.
 FLAT_ENERGY = 0.006
+
+COARSE_ENERGY = 0.02  # structured: mean step between 8-px block means (a sky: 0.004)
+NOISE_SCALE_DROP = 1.6  # white_noise_like: fine / coarse response (2 for white noise)
+BAND_STEP = 24 / 255  # false_contours: the steps between bands stay this small
+BAND_SAME = 0.7  # false_contours: this share of a channel's steps is one quantization step
 
 _BT601 = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 
@@ -196,6 +201,70 @@ def grid_excess(gray: F32, period: int = 8) -> float:
         phases = np.sort(np.median(c[:n].reshape(-1, period), axis=0))
         out.append(float(phases[-1] - np.median(phases)))
     return float(min(out))
+
+
+def _immerkaer(gray: F32) -> float:
+    """The median absolute response of Immerkær's [1 -2 1] ⊗ [1 -2 1] operator, scaled to
+    a Gaussian noise sigma (robust to the few strong edges a cell holds)."""
+    v = gray[:-2] - 2.0 * gray[1:-1] + gray[2:]
+    r = v[:, :-2] - 2.0 * v[:, 1:-1] + v[:, 2:]
+    return float(np.median(np.abs(r)) * 1.4826 / 6.0) if r.size else 0.0
+
+
+def white_noise_like(gray: F32, drop: float = NOISE_SCALE_DROP) -> bool:
+    """Whether what the noise detector reads is independent from pixel to pixel: averaging
+    2×2 blocks halves independent noise's spread, while texture (grass, fabric, foliage,
+    which the per-tile noise estimate also reads) keeps its energy at the coarser scale.
+    The response at full resolution must be at least ``drop`` times that of the 2×2-block
+    average (about 2 for white noise, about 1 or less for texture), and visible (at least
+    one 8-bit level)."""
+    h, w = gray.shape
+    if min(h, w) < 16:
+        return False
+    fine = _immerkaer(gray)
+    g2 = gray[: h // 2 * 2, : w // 2 * 2].reshape(h // 2, 2, w // 2, 2).mean(axis=(1, 3))
+    coarse = _immerkaer(g2)
+    return bool(fine >= 1 / 255 and fine >= drop * max(coarse, 1e-6))
+
+
+def structured(gray: F32, block: int = 8) -> bool:
+    """Whether a cell holds structure that could be in or out of focus (not flat sky, wall
+    or studio backdrop, which reads "blurred" to any sharpness measure): the mean step
+    between neighbouring ``block``-px block means (a blur keeps these, a smooth gradient
+    has hardly any) is at least ``COARSE_ENERGY``."""
+    h, w = gray.shape
+    if min(h, w) < 2 * block:
+        return False
+    g = gray[: h // block * block, : w // block * block]
+    g = g.reshape(h // block, block, w // block, block).mean(axis=(1, 3))
+    act = np.abs(np.diff(g, axis=1)).mean() + np.abs(np.diff(g, axis=0)).mean()
+    return bool(act >= COARSE_ENERGY)
+
+
+def false_contours(rgb: F32, share: float = 0.5) -> bool:
+    """Banding (``rgb``: a cell's pixels): flat bands (most neighbour steps in luma exactly
+    nothing, ``flat_runs``) between which each channel steps by one and the same small
+    amount, a quantization step: at least ``BAND_SAME`` of a channel's non-zero steps
+    within 1.5 levels of their median, which is at most ``BAND_STEP``, and some channel
+    has three levels or more (one edge between two fills is not a band). The fills of a
+    flat-colour graphic step by amounts as different as their colours, and antialiased
+    edges by fractions of them."""
+    if not flat_runs(rgb @ _BT601, share):
+        return False
+    banded = False
+    for c in range(rgb.shape[-1]):
+        ch = rgb[..., c]
+        steps = np.concatenate([np.abs(np.diff(ch, axis=1)).ravel(),
+                                np.abs(np.diff(ch, axis=0)).ravel()])  # fmt: skip
+        moving = steps[steps >= 0.5 / 255]
+        if moving.size < 16:
+            continue  # a channel without gradation here says nothing
+        mid = float(np.median(moving))
+        if mid > BAND_STEP or float(np.mean(np.abs(moving - mid) <= 1.5 / 255)) < BAND_SAME:
+            return False
+        # bands: at least three levels a step apart (one edge between two fills is not)
+        banded |= np.unique(np.rint(ch * 255)).size >= 3
+    return banded
 
 
 def cell_energy(gray: F32, xs: list[int], ys: list[int], side: int) -> F32:
