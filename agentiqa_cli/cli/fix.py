@@ -58,7 +58,7 @@ def fix(
             "--tolerance",
             min=0.0,
             help="Keep a fix when the fixed image scores at least the input's score minus "
-            "this (1-5 scale; default 0.01).",
+            "this (1-5 scale; default 0: never lower).",
         ),
     ] = None,
     query: Annotated[
