@@ -1,5 +1,5 @@
-"""Imperfection fixes around a batch: `agentiqa fix` (write fixed images) and
-`assess --fix` (assess what the fixes leave).
+"""Imperfection fixes around a batch: `agentiqa fix` (write fixed images, each only if it
+scores no lower than its input) and `assess --fix` (assess what the fixes leave).
 
 ``--fix geometry`` applies only operations that change what is looked at (rotate, flip,
 crop, fill); ``--fix all`` also restores quality (lum, deblur, denoise) and scores the
