@@ -159,7 +159,8 @@ class FixingAgent:
 # read back, so no margin is needed for noise: 0 means never lower. Measured on the
 # realset's over-exposed and clean photos, 0.01 would have kept two outputs 0.001 and 0.006
 # below their inputs (a lum and a border crop); --tolerance loosens it, e.g. for a VLM's
-# rotations, which the no-reference tools cannot see.
+# rotations, which the no-reference tools cannot see but which move their score by a few
+# hundredths (docs/guides.md, "A fix never makes the image worse").
 TOLERANCE = 0.0
 
 
