@@ -256,7 +256,11 @@ class FixOutcome(Record):
     imperfections: list[str] = Field(default_factory=list)
     operations: list[str] = Field(default_factory=list)  # as run, e.g. "rotate:90"
     refused: list[str] = Field(default_factory=list)  # a model's reply or step refused, why
-    score_before: float | None = None  # --fix all: the score before quality restoration
+    # --fix all: the score before quality restoration; `agentiqa fix`: the input's score
+    score_before: float | None = None
+    score_after: float | None = None  # `agentiqa fix`: the fixed image's, as it is written
+    kept: bool | None = None  # `agentiqa fix`: the fix was kept (None: nothing to fix)
+    verdict: str = ""  # why it was kept or refused
     output: str = ""  # `agentiqa fix`: the written image
 
 

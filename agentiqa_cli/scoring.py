@@ -9,6 +9,7 @@ from statistics import fmean
 
 from agentiqa_cli.batch import Pair, trace_tool_scores
 from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import Result, ToolScore, level_of
 from agentiqa_cli.tools.cards import ToolCard
 from agentiqa_cli.tools.runner import ToolRunner
@@ -49,6 +50,20 @@ class ToolScorer:
         self.cards = cards
         self.fusion = fusion
 
+    def fused(self, scores: Sequence[ToolScore]) -> float | None:
+        """The score a row gets from ``scores``: None when a tool failed or none of them is
+        on the calibrated 1-5 scale (the row is then an error)."""
+        ok = fusable(scores)
+        if not ok or any(not s.ok for s in scores):
+            return None
+        return fuse_tools(ok, self.fusion)
+
+    def measure(self, image: LoadedImage) -> tuple[float | None, list[ToolScore]]:
+        """``image``'s no-reference score exactly as ``score`` reports it (``fix`` compares
+        an input with its fixed version by it), and the tools' scores behind it."""
+        scores = self.runner.run_many(self.cards, image, None)
+        return self.fused(scores), scores
+
     async def __call__(self, pair: Pair) -> Result:
         scores = await asyncio.to_thread(
             self.runner.run_many, self.cards, pair.image, pair.reference
@@ -59,8 +74,8 @@ class ToolScorer:
         loose = [s.tool for s in scores if s.ok and not s.calibrated]
         result = pair.result()
         result.tools = scores
-        if ok:
-            result.score = fuse_tools(ok, self.fusion)
+        result.score = self.fused(scores)
+        if result.score is not None:
             result.level = level_of(result.score)
         if loose and not ok:
             failed.append(

@@ -295,22 +295,41 @@ def print_text(text: str) -> None:
     sys.stdout.flush()
 
 
-def fix_table(results: list[Result], title: str, max_rows: int = 50) -> Table:
-    """`agentiqa fix`: what was found, what ran, where the fixed image went."""
+def _score_change(before: float | None, after: float | None) -> str:
+    if before is None and after is None:
+        return ""
+    shown = ["-" if v is None else f"{v:.2f}" for v in (before, after)]
+    return " → ".join(shown)
+
+
+def fix_table(results: list[Result], title: str, max_rows: int = 50, check: bool = False) -> Table:
+    """`agentiqa fix`: what was found, what ran, the score before → after, whether the fix
+    was kept and where the fixed image went. ``check`` (``fix --check``): what would be
+    fixed, without the output column (nothing is written)."""
     table = Table(title=title, title_justify="left", show_lines=False)
-    for name in ("image", "imperfections", "operations", "output / error"):
+    last = "verdict / error" if check else "output / error"
+    for name in ("image", "imperfections", "operations", "score", "kept", last):
         table.add_column(name, overflow="fold")
     for r in sorted(results, key=lambda r: r.status != "error")[:max_rows]:
         if r.status == "error":
-            table.add_row(cell(r.image), "", "", f"[red]{cell(r.error)}[/]")
+            table.add_row(cell(r.image), "", "", "", "", f"[red]{cell(r.error)}[/]")
             continue
         f = r.fix
+        if f is None:
+            table.add_row(cell(r.image), "", "", "", "", "")
+            continue
+        kept = {None: "", True: "[green]yes[/]", False: "[yellow]no[/]"}[f.kept]
+        if f.kept is not None and check:
+            kept = {True: "[green]would keep[/]", False: "[yellow]would refuse[/]"}[f.kept]
         table.add_row(
             cell(r.image),
-            cell(";".join(f.imperfections)) if f else "",
-            cell(";".join(f.operations) or "pass") if f else "",
-            cell(f.output) if f else "",
+            cell(";".join(f.imperfections)),
+            cell(";".join(f.operations) or "pass"),
+            _score_change(f.score_before, f.score_after),
+            kept,
+            cell(f.verdict if check else f.output or f.verdict),
         )
     if len(results) > max_rows:
-        table.caption = f"{max_rows} of {len(results)} rows; all are in the CSV"
+        where = "--json lists them all" if check else "all are in the CSV"
+        table.caption = f"{max_rows} of {len(results)} rows; {where}"
     return table

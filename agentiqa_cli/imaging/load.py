@@ -7,6 +7,7 @@ image's row; nothing here ends a batch.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import stat
 import warnings
@@ -236,6 +237,12 @@ def load_image(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> LoadedImage:
         if size == 0:
             raise ImageError(f"{shown}: empty file (0 bytes)")
         return _decode(f, path, digest, max_pixels)
+
+
+def decode_bytes(data: bytes, path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> LoadedImage:
+    """Decode an encoded image held in memory exactly as ``load_image`` decodes a file
+    (``fix`` measures the bytes it is about to write as ``score`` will read them)."""
+    return _decode(io.BytesIO(data), path, hashlib.sha256(data).hexdigest(), max_pixels)
 
 
 def _decode(f: BinaryIO, path: Path, digest: str, max_pixels: int) -> LoadedImage:
