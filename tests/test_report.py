@@ -227,3 +227,16 @@ def test_print_json_writes_non_finite_numbers_as_null(capsys: pytest.CaptureFixt
 
     print_json({"a": float("-inf"), "b": [float("nan"), 1.5], "c": (2.0,)})
     assert json.loads(capsys.readouterr().out) == {"a": None, "b": [None, 1.5], "c": [2.0]}
+
+
+def test_read_table_refuses_what_is_not_a_regular_file_at_once(tmp_path: Path) -> None:
+    import os
+
+    from agentiqa_cli.errors import ConfigError
+    from agentiqa_cli.io.results import read_table
+
+    os.mkfifo(tmp_path / "fifo.csv")  # reading it would wait for a writer forever
+    with pytest.raises(ConfigError, match="not a regular file"):
+        read_table(tmp_path / "fifo.csv")
+    with pytest.raises(ConfigError, match="results CSV"):
+        read_table(tmp_path / "missing.csv")

@@ -37,6 +37,7 @@ from pathlib import Path
 from filelock import SoftFileLock, Timeout
 
 from agentiqa_cli.errors import ConfigError, OutputWriteError
+from agentiqa_cli.io.read import read_bytes
 from agentiqa_cli.records import Result
 
 BASE_COLUMNS = [
@@ -268,6 +269,9 @@ def _whole_record_inside(tail: bytes, width: int) -> bool:
     return False
 
 
+MAX_TABLE_BYTES = 1 << 32  # a results CSV is read whole; far above millions of rows
+
+
 def read_table(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     """A results CSV's header and its complete rows, each cell as it was given to the
     writer (``original_cell``), parsed by ``read_records`` as ``--resume`` parses it.
@@ -275,14 +279,8 @@ def read_table(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     Blank records are skipped; a row shorter than the header gets empty cells, cells past
     the header are dropped (a CSV another program wrote). ConfigError (exit 2) when the
     file is missing or is not a CSV."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a results CSV") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    # the shared reader: a folder, FIFO or device is refused at once, never waited on
+    data = read_bytes(path, "results CSV", limit=MAX_TABLE_BYTES)
     records, _ = read_records(data, str(path), resuming=False)
     header = records[0] if records else []
     rows = []

@@ -59,26 +59,19 @@ def _binomial(a: F32) -> F32:
     return (r[:-4] + r[4:]) * 0.0625 + (r[1:-3] + r[3:-1]) * 0.25 + r[2:-2] * 0.375
 
 
-def _laplacian(g: F32, levels: int) -> tuple[list[F32], F32]:
-    """``levels`` octave bands of ``g``, finest first, and the low-pass left after them: a
-    Laplacian pyramid (Burt & Adelson 1983: binomial low-pass, then halving)."""
-    out, cur = [], g
-    for _ in range(levels):
-        low = _binomial(cur)
-        out.append(cur - low)
-        cur = low[::2, ::2]
-    return out, cur
-
-
-def _bands(g: F32, levels: int = LEVELS, bands: list[F32] | None = None) -> list[F32]:
-    """Per-tile energies of the octave bands of ``g`` (8-bit code units), finest first, each
-    level's band read over the same tiles (32 px of the full plane, half that on each coarser
-    level); ``bands``: the pyramid's bands when already made."""
+def _bands(g: F32, levels: int = LEVELS) -> list[F32]:
+    """Per-tile energies of ``levels`` octave bands of ``g`` (8-bit code units), finest first:
+    a Laplacian pyramid (Burt & Adelson 1983: binomial low-pass, then halving), each level's
+    band read over the same tiles (32 px of the full plane, half that on each coarser level)."""
     # a small image gets smaller tiles (16 px at least: one sample on the coarsest level)
     t = max(16, min(TILE, min(g.shape) // 16 * 16))
     ny, nx = max(1, g.shape[0] // t), max(1, g.shape[1] // t)
-    planes = bands if bands is not None else _laplacian(g, levels)[0]
-    return [_tiles(b, t >> k, ny, nx) for k, b in enumerate(planes[:levels])]
+    out, cur = [], g
+    for k in range(levels):
+        low = _binomial(cur)
+        out.append(_tiles(cur - low, t >> k, ny, nx))
+        cur = low[::2, ::2]
+    return out
 
 
 def band_statistics(image: LoadedImage) -> dict[str, float]:
@@ -86,8 +79,7 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
         # every plane at viewing scale (at most 1024 px on the long side, as sharpness reads):
         # the same photo at half or twice the size reads alike, a 24 MP photo costs little
         view = _detail(image) * np.float32(255.0)
-        pyramid, _ = _laplacian(view, LEVELS)
-        ly = _bands(view, bands=pyramid)
+        ly = _bands(view)
         e0, e1, e2, e3, e4 = ly
         coarse = e3 + e4
         order = np.argsort(coarse)
