@@ -35,12 +35,12 @@ from agentiqa_cli.bench.camera import generate_camera
 from agentiqa_cli.bench.realset import load_records
 from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, read_manifest, sample_photos
 from agentiqa_cli.tools.camera_features import FEATURES
+from agentiqa_cli.tools.camera_fit import fit_network
 from agentiqa_cli.tools.camera_model import (
     HEADS,
     HELD_OUT_PHOTO,
     MODEL_PATH,
     CameraModel,
-    fit_network,
 )
 from agentiqa_cli.tools.cards import Logistic, write_card_logistic
 

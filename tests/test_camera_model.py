@@ -15,11 +15,11 @@ from agentiqa_cli.imaging.distort import item_rng
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.camera_features import FEATURES, features
+from agentiqa_cli.tools.camera_fit import fit_network
 from agentiqa_cli.tools.camera_model import (
     HEADS,
     HELD_OUT_PHOTO,
     CameraModel,
-    fit_network,
     shipped,
 )
 from agentiqa_cli.tools.cards import load_cards

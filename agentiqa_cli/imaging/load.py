@@ -110,6 +110,16 @@ class LoadedImage:
         out /= np.float32(255.0)
         return out
 
+    def area_mean(self, f: int, start: int, stop: int, *, brightest: bool = False) -> F32:
+        """Rows ``start:stop`` of the RGB pixels (or, ``brightest``, of their brightest
+        channel) averaged over f×f blocks, whole blocks only. From 8-bit pixels the block
+        sums are exact integers, so no float copy of the rows is made."""
+        a: U8 | F32 = self._rgb8 if self._pixels is None and self._rgb8 is not None else self.pixels
+        a = a[start:stop]
+        if brightest:
+            a = np.maximum(np.maximum(a[..., 0], a[..., 1]), a[..., 2])
+        return block_mean(a, f)
+
     def strided(self, step: int) -> F32:
         """``pixels[::step, ::step]`` without making the whole float image."""
         if self._pixels is not None or self._rgb8 is None:
@@ -135,6 +145,23 @@ class LoadedImage:
             ).astype(np.float32)
         gray: F32 = self._tensors["gray"]
         return gray
+
+
+def block_mean(a: U8 | F32, f: int) -> F32:
+    """Means of ``a``'s f×f blocks over its first two axes (whole blocks only), in [0, 1] for
+    8-bit input. Strided sums: several times faster than a mean over a 4-D reshape; 8-bit
+    blocks are summed as exact integers (up to f = 16)."""
+    h, w = (a.shape[0] // f) * f, (a.shape[1] // f) * f
+    exact = a.dtype == np.uint8 and f <= 16
+    rows: NDArray[Any] = a[0:h:f, :w].astype(np.uint16 if exact else np.float32)
+    for i in range(1, f):
+        np.add(rows, a[i:h:f, :w], out=rows)
+    sums = rows[:, 0::f].copy()
+    for i in range(1, f):
+        np.add(sums, rows[:, i::f], out=sums)
+    out = sums.astype(np.float32, copy=False)
+    out *= np.float32(1.0 / (f * f * (255.0 if a.dtype == np.uint8 else 1.0)))
+    return out
 
 
 def _unit_float(rgb8: U8) -> F32:
@@ -260,7 +287,9 @@ def _decode(f: BinaryIO, path: Path, digest: str, max_pixels: int) -> LoadedImag
                 mode = im.mode
                 im.seek(0)  # first frame of an animation
                 im.load()
-                decoded = _to_rgb(ImageOps.exif_transpose(im) or im)
+                # in place: a photo that needs no turn is not copied (a 12 MP copy is ~90 ms)
+                ImageOps.exif_transpose(im, in_place=True)
+                decoded = _to_rgb(im)
     except ImageError:
         raise
     except UnidentifiedImageError:

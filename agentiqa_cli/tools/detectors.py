@@ -74,32 +74,32 @@ def _gray(image: LoadedImage) -> F32:
     return _cached(image, "det:luma", make)
 
 
-def _viewing(image: LoadedImage, key: str, plane: Callable[[int, int], F32]) -> F32:
-    """``plane(start, stop)`` (a per-pixel plane of those rows), area-averaged to at most
-    DETAIL_SIDE px on the long side by an integer factor (unreduced when the image fits)."""
+def _viewing(image: LoadedImage, key: str, brightest: bool = False) -> F32:
+    """The image's RGB (or, ``brightest``, its brightest channel: HSV value) area-averaged
+    to at most DETAIL_SIDE px on the long side by an integer factor (unreduced when the
+    image fits)."""
 
     def make() -> F32:
         h, w = image.shape
         f = int(np.ceil(max(h, w) / DETAIL_SIDE))
         if f <= 1:
-            out = np.empty((h, w), dtype=np.float32)
-            for y in range(0, h, ROW_CHUNK):
-                out[y : y + ROW_CHUNK] = plane(y, y + ROW_CHUNK)
-            return out
-        h, w = (h // f) * f, (w // f) * f
+            return image.rows_max(0, h) if brightest else image.rows(0, h)
+        h = (h // f) * f
         # block means, a band of whole blocks at a time: the full-size plane of a large
         # photo is never held
         band = max(1, ROW_CHUNK // f) * f
-        out = np.empty((h // f, w // f), dtype=np.float32)
-        for y in range(0, h, band):
-            g = plane(y, min(y + band, h))[:, :w]
-            n = g.shape[0] // f
-            out[y // f : y // f + n] = g.reshape(n, f, w // f, f).mean(
-                axis=(1, 3), dtype=np.float32
-            )
-        return out
+        parts = (
+            image.area_mean(f, y, min(y + band, h), brightest=brightest) for y in range(0, h, band)
+        )
+        return np.concatenate(list(parts))
 
     return _cached(image, key, make)
+
+
+def _view_rgb(image: LoadedImage) -> F32:
+    """RGB area-averaged to viewing scale: luma and the colour differences are linear in
+    it, so one pass over a large photo's pixels serves all three."""
+    return _viewing(image, "det:view")
 
 
 def _detail(image: LoadedImage) -> F32:
@@ -107,30 +107,20 @@ def _detail(image: LoadedImage) -> F32:
     h, w = image.shape
     if max(h, w) <= DETAIL_SIDE:
         return _gray(image)
-    return _viewing(image, "det:detail", lambda a, b: image.rows(a, b) @ _BT601)
+    return _cached(image, "det:detail", lambda: _view_rgb(image) @ _BT601)
 
 
 def _chroma(image: LoadedImage) -> tuple[F32, F32]:
     """The blue and red colour differences (B - Y, R - Y) at viewing scale."""
-
-    def diff(channel: int) -> Callable[[int, int], F32]:
-        def plane(a: int, b: int) -> F32:
-            rgb = image.rows(a, b)
-            return rgb[..., channel] - rgb @ _BT601
-
-        return plane
-
     h, w = image.shape
-    if max(h, w) <= DETAIL_SIDE:
-        rgb = image.rows(0, h)
-        y = _gray(image)
-        return rgb[..., 2] - y, rgb[..., 0] - y
-    return _viewing(image, "det:cb", diff(2)), _viewing(image, "det:cr", diff(0))
+    rgb = image.rows(0, h) if max(h, w) <= DETAIL_SIDE else _view_rgb(image)
+    y = _detail(image)
+    return rgb[..., 2] - y, rgb[..., 0] - y
 
 
 def _value(image: LoadedImage) -> F32:
     """The brightest channel of each pixel (HSV value) at viewing scale."""
-    return _viewing(image, "det:value", image.rows_max)
+    return _viewing(image, "det:value", brightest=True)
 
 
 CROP = 512
