@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from agentiqa_cli.errors import ImageError
-from agentiqa_cli.imaging.load import display_path, load_image
+from agentiqa_cli.imaging.load import LoadedImage, block_mean, display_path, load_image
 from tests.conftest import natural_like, save_rgb
 
 
@@ -138,3 +138,20 @@ def test_directory_is_not_an_image(tmp_path: Path) -> None:
     d.mkdir()
     with pytest.raises(ImageError, match="directory"):
         load_image(d)
+
+
+@pytest.mark.parametrize("f", [2, 3, 4, 16, 17])
+def test_block_mean_is_the_mean_of_whole_blocks(f: int) -> None:
+    """8-bit blocks are summed exactly (integers up to f = 16, floats beyond), float ones as
+    floats; both equal the plain mean over a 4-D reshape, trailing partial blocks dropped."""
+    rng = np.random.default_rng(f)
+    rgb8 = rng.integers(0, 256, (5 * f + f - 1, 7 * f + 1, 3), dtype=np.uint8)
+    want = rgb8[: 5 * f, : 7 * f].reshape(5, f, 7, f, 3).mean(axis=(1, 3)) / 255.0
+    assert block_mean(rgb8, f).shape == (5, 7, 3)
+    np.testing.assert_allclose(block_mean(rgb8, f), want, atol=2e-7)
+    np.testing.assert_allclose(block_mean(rgb8.astype(np.float32) / 255, f), want, atol=2e-6)
+    # a plane (2-D) and the brightest channel of a kept 8-bit image
+    img = LoadedImage(Path("x.png"), rgb8=rgb8)
+    top = rgb8.max(axis=2)[: 5 * f, : 7 * f].reshape(5, f, 7, f).mean(axis=(1, 3)) / 255.0
+    np.testing.assert_allclose(img.area_mean(f, 0, 5 * f, brightest=True), top, atol=2e-7)
+    assert img._pixels is None  # no float copy of the whole image was made
