@@ -23,9 +23,11 @@ output rises with the level on a fit photo (monotony), then writes the weights (
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -34,7 +36,12 @@ import numpy as np
 from agentiqa_cli.bench.camera import generate_camera
 from agentiqa_cli.bench.realset import load_records
 from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, read_manifest, sample_photos
-from agentiqa_cli.tools.camera_features import FEATURES
+from agentiqa_cli.tools.camera_features import (
+    BAND_FEATURES,
+    DETECTOR_FEATURES,
+    FEATURES,
+    OCTAVE_FEATURES,
+)
 from agentiqa_cli.tools.camera_fit import fit_network
 from agentiqa_cli.tools.camera_model import (
     HEADS,
@@ -98,22 +105,65 @@ def _read(path: str) -> list[float]:
     from agentiqa_cli.imaging.load import load_image
     from agentiqa_cli.tools.camera_features import features
 
-    return [float(v) for v in features(load_image(path))]
+    return [float(v) for v in features(load_image(path))[: len(CACHED)]]
 
 
-def read_features(items: list[SynthItem], cache: Path) -> np.ndarray:
-    """Every item's feature vector, cached by path, size and feature count in ``cache`` (JSON)."""
+def _read_octaves(path: str) -> list[float]:
+    from agentiqa_cli.imaging.load import load_image
+    from agentiqa_cli.tools.camera_features import octave_slopes
+
+    return octave_slopes(load_image(path))
+
+
+# the detector and band readings are cached apart from the octave slopes, which were added
+# later: adding a reading re-reads only that reading
+CACHED = DETECTOR_FEATURES + BAND_FEATURES
+
+
+def _cached_readings(
+    items: list[SynthItem], cache: Path, count: int, read: Callable[[str], list[float]]
+) -> np.ndarray:
+    """Every item's ``read`` (``count`` values), cached by path, size and count in ``cache``."""
     known: dict[str, list[float]] = json.loads(cache.read_text()) if cache.exists() else {}
-    key = {str(it.path): f"{it.path}:{it.path.stat().st_size}:{len(FEATURES)}" for it in items}
+    key = {str(it.path): f"{it.path}:{it.path.stat().st_size}:{count}" for it in items}
     todo = sorted({str(it.path) for it in items if key[str(it.path)] not in known})
     if todo:
         t0 = time.perf_counter()
         with ProcessPoolExecutor(2) as pool:
-            for path, vec in zip(todo, pool.map(_read, todo, chunksize=8), strict=True):
+            for path, vec in zip(todo, pool.map(read, todo, chunksize=8), strict=True):
                 known[key[path]] = vec
         cache.write_text(json.dumps(known))
         print(f"read {len(todo)} images in {time.perf_counter() - t0:.0f} s", flush=True)
     return np.array([known[key[str(it.path)]] for it in items])
+
+
+def read_features(items: list[SynthItem], fitset: Path) -> np.ndarray:
+    """Every item's feature vector (``FEATURES`` order), read once and cached in ``fitset``."""
+    x = np.hstack([
+        _cached_readings(items, fitset / "camera_features.json", len(CACHED), _read),
+        _cached_readings(items, fitset / "camera_octaves.json", len(OCTAVE_FEATURES), _read_octaves),
+    ])  # fmt: skip
+    assert x.shape[1] == len(FEATURES)
+    return x
+
+
+def monotone_pairs(items: list[SynthItem]) -> np.ndarray:
+    """Rows ``(lower, higher, head)``: within one photo's series of a kind, each level and the
+    next (the clean image before level 1), for every head the kind's damage belongs to."""
+    series: dict[tuple[str, str], dict[int, int]] = {}
+    clean: dict[str, int] = {}
+    for i, it in enumerate(items):
+        if it.level == 0:
+            clean.setdefault(str(it.clean), i)
+        else:
+            series.setdefault((str(it.clean), it.kind), {})[it.level] = i
+    rows = []
+    for (photo, kind), levels in series.items():
+        chain = ([clean[photo]] if photo in clean else []) + [levels[lv] for lv in sorted(levels)]
+        for h in KIND_HEADS.get(kind, ()):
+            j = HEADS.index(h)
+            rows += [(a, b, j) for a, b in itertools.pairwise(chain)]
+    return np.array(rows, dtype=np.intp).reshape(-1, 3)
 
 
 # Each head's card maps its output to the 1-5 scale so that the clean images of photos the
@@ -149,19 +199,23 @@ def main() -> int:
     )
     ap.add_argument("--fitset", type=Path, default=ROOT / ".cache" / "fitset")
     ap.add_argument("--out", type=Path, default=MODEL_PATH)
-    ap.add_argument("--hidden", type=int, default=16)
-    ap.add_argument("--l2", type=float, default=3e-3)
+    ap.add_argument("--hidden", type=int, default=40)
+    ap.add_argument("--l2", type=float, default=1e-3)
     ap.add_argument(
-        "--separate",
+        "--shared",
         action="store_true",
-        help="each head reads only its own share of the hidden units (default: all of them)",
+        help="every head reads all hidden units (default: each its own share of them)",
+    )
+    ap.add_argument(
+        "--mono", type=float, default=1.0, help="weight of the monotone hinge (0: none)"
     )
     ap.add_argument(
         "--cards", type=Path, default=ROOT / "tool_cards", help="write the heads' card curves here"
     )
     args = ap.parse_args()
     items = _items(args.fitset)
-    x = read_features(items, args.fitset / "camera_features.json")
+    x = read_features(items, args.fitset)
+    pairs = monotone_pairs(items)
     y = np.array([[target(it.kind, it.level, h) for h in HEADS] for it in items])
     clean = np.array([it.level == 0 for it in items])
     w = np.where(clean, CLEAN_WEIGHT * (~clean).sum() / max(1, clean.sum()), 1.0)
@@ -175,9 +229,14 @@ def main() -> int:
     pred = np.zeros_like(y)
     for k in range(5):
         tr = f_of != k
-        net = fit_network(x[tr], y[tr], w[tr], args.hidden, args.l2, k, args.separate)
+        index = np.cumsum(tr) - 1  # an item's row among the training rows
+        keep = tr[pairs[:, 0]] & tr[pairs[:, 1]]
+        fold_pairs = np.column_stack([index[pairs[keep, 0]], index[pairs[keep, 1]], pairs[keep, 2]])
+        net = fit_network(
+            x[tr], y[tr], w[tr], args.hidden, args.l2, k, not args.shared, fold_pairs, args.mono
+        )
         pred[~tr] = net.predict(x[~tr])
-    net = fit_network(x, y, w, args.hidden, args.l2, 0, args.separate)
+    net = fit_network(x, y, w, args.hidden, args.l2, 0, not args.shared, pairs, args.mono)
     fit = net.predict(x)
     print(f"\n{'head':12s} {'rmse fit':>9s} {'rmse cv':>8s} {'clean<4.6 cv':>13s}")
     for j, h in enumerate(HEADS):

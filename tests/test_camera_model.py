@@ -20,6 +20,7 @@ from agentiqa_cli.tools.camera_model import (
     HEADS,
     HELD_OUT_PHOTO,
     CameraModel,
+    Network,
     shipped,
 )
 from agentiqa_cli.tools.cards import load_cards
@@ -89,6 +90,23 @@ def test_fit_network_learns_a_monotone_target() -> None:
     grid = np.zeros((5, 3))
     grid[:, 0] = np.linspace(-2, 2, 5)
     assert np.all(np.diff(net.predict(grid)[:, 0]) < 0)
+
+
+def test_monotone_pairs_make_a_head_fall_along_its_series() -> None:
+    """Targets that rise and fall along a series (a sine) are fitted as they are without
+    pairs; with each sample paired to the one 20 further on as "more damaged" (chains of six,
+    as a clean image and its five levels), the head falls along every pair."""
+    x = np.linspace(-1.5, 1.5, 120)[:, None]
+    y = np.column_stack([3.0 + np.sin(3 * x[:, 0]), np.full(120, 4.0)])
+    w = np.ones(120)
+    pairs = np.array([(i, i + 20, 0) for i in range(100)], dtype=np.intp)
+
+    def rises(net: Network) -> int:
+        out = net.predict(x)[:, 0]
+        return int(np.sum(out[pairs[:, 1]] > out[pairs[:, 0]]))
+
+    assert rises(fit_network(x, y, w, hidden=8, l2=1e-4)) > 30
+    assert rises(fit_network(x, y, w, hidden=8, l2=1e-4, pairs=pairs, mono=10.0)) == 0
 
 
 def test_separate_heads_read_only_their_own_units() -> None:

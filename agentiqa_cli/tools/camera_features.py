@@ -14,7 +14,10 @@ reading, these band and colour statistics:
   resolution is lost (an upscale, a defocus, a shake) and rises with noise;
 - in the flattest tiles (a quarter), the finest and the second band's energy of luma and of
   the two colour-difference planes (log): noise where content does not mask it;
-- luma percentiles and the shares of clipped and black pixels: exposure.
+- luma percentiles and the shares of clipped and black pixels: exposure;
+- the fall of energy from each octave of the whole view to the next coarser one (seven
+  octaves, 2 to 256 px): how far up the spectrum a blur or an upscale reaches, which the
+  32 px tiles cannot tell for a long shake or a 4-6x upscale.
 
 Every plane is read at viewing scale, so a 2x or a 24 MP photo reads as its 1024 px view;
 below that the statistics follow the pixel grid: the model learns what a reading means on
@@ -42,8 +45,12 @@ BAND_FEATURES: tuple[str, ...] = (
     "flat_y0", "flat_y1", "flat_c0", "flat_c1",
     "luma_p1", "luma_p5", "luma_p50", "luma_p95", "luma_p99", "clipped", "black",
 )  # fmt: skip
+OCTAVES = 7  # global octave bands read (the finest, 2-4 px, to the coarsest, 128-256 px)
+OCTAVE_FEATURES: tuple[str, ...] = tuple(f"octave{k}" for k in range(OCTAVES - 1))
+# the floor added to a global band's mean energy (8-bit code values squared)
+OCTAVE_FLOOR = 0.01
 
-FEATURES: tuple[str, ...] = DETECTOR_FEATURES + BAND_FEATURES
+FEATURES: tuple[str, ...] = DETECTOR_FEATURES + BAND_FEATURES + OCTAVE_FEATURES
 
 
 def _tiles(b: F32, t: int, ny: int, nx: int) -> F32:
@@ -72,6 +79,29 @@ def _bands(g: F32, levels: int = LEVELS) -> list[F32]:
         out.append(_tiles(cur - low, t >> k, ny, nx))
         cur = low[::2, ::2]
     return out
+
+
+def octave_slopes(image: LoadedImage) -> list[float]:
+    """The fall of energy from each octave band of the luma at viewing scale to the next
+    coarser one (log2; a Laplacian pyramid of ``OCTAVES`` bands over the whole view). A
+    natural photo's spectrum spends about as much energy per octave; a blur or an upscale
+    empties the octaves finer than its size (a long shake reaches the 16-32 px octave),
+    noise fills the finest."""
+
+    def make() -> list[float]:
+        e: list[float] = []
+        cur = _detail(image) * np.float32(255.0)
+        for _ in range(OCTAVES):
+            if min(cur.shape) < 8:  # too small for this octave: as flat as the last one read
+                e.append(e[-1] if e else 1.0)
+                continue
+            low = _binomial(cur)
+            e.append(float(np.mean((cur - low) ** 2)) + OCTAVE_FLOOR)
+            cur = low[::2, ::2]
+        lg = np.log2(np.array(e))
+        return [float(v) for v in lg[:-1] - lg[1:]]
+
+    return list(_cached(image, "cam:octaves", make))
 
 
 def band_statistics(image: LoadedImage) -> dict[str, float]:
@@ -117,5 +147,8 @@ def features(image: LoadedImage, readings: dict[str, float] | None = None) -> ND
             raw[name] = DETECTORS[name](image)
     bands = band_statistics(image)
     return np.array(
-        [raw[n] for n in DETECTOR_FEATURES] + [bands[n] for n in BAND_FEATURES], np.float64
+        [raw[n] for n in DETECTOR_FEATURES]
+        + [bands[n] for n in BAND_FEATURES]
+        + octave_slopes(image),
+        np.float64,
     )

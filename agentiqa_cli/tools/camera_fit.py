@@ -7,6 +7,7 @@ Kept apart from ``tools/camera_model.py`` so that scoring an image never imports
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.optimize import minimize
 
 from agentiqa_cli.tools.camera_model import F64, Network, _standard
@@ -20,10 +21,18 @@ def fit_network(
     l2: float = 3e-3,
     seed: int = 0,
     separate: bool = False,
+    pairs: NDArray[np.intp] | None = None,
+    mono: float = 1.0,
+    margin: float = 0.1,
 ) -> Network:
     """Weighted least squares with an L2 penalty on the weights, by L-BFGS. ``separate``:
     each output reads only its own share of the hidden units (one small network per head,
-    fitted at once), so a head that is hard to fit cannot take another's units."""
+    fitted at once), so a head that is hard to fit cannot take another's units.
+
+    ``pairs`` (rows ``lower, higher, head``: sample ``higher`` carries more of that head's
+    damage than sample ``lower``, e.g. the next level of one photo's series) add a squared
+    hinge ``mono · max(0, out[higher] - out[lower] + margin)²`` (mean over pairs): the head
+    must fall with every level of every series it was trained on, not only on average."""
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
     xs = _standard(x, mean, scale)
     d = xs.shape[1]
@@ -49,9 +58,18 @@ def fit_network(
         w2 = w2 * mask
         h = np.tanh(xs @ w1 + b1)
         s = 1.0 / (1.0 + np.exp(-(h @ w2 + b2)))
-        err = 1.0 + 4.0 * s - y
+        out = 1.0 + 4.0 * s
+        err = out - y
         f = float((w[:, None] * err**2).sum() / k + l2 * ((w1**2).sum() + (w2**2).sum()))
-        g_out = (2.0 / k) * w[:, None] * err * 4.0 * s * (1.0 - s)
+        g_pred = (2.0 / k) * w[:, None] * err
+        if pairs is not None and len(pairs):
+            lo, hi, j = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+            gap = np.maximum(0.0, out[hi, j] - out[lo, j] + margin)
+            f += float(mono * np.mean(gap**2))
+            g = 2.0 * mono * gap / len(pairs)
+            np.add.at(g_pred, (hi, j), g)
+            np.add.at(g_pred, (lo, j), -g)
+        g_out = g_pred * 4.0 * s * (1.0 - s)
         g_w2 = (h.T @ g_out + 2 * l2 * w2) * mask
         g_b2 = g_out.sum(axis=0)
         g_h = (g_out @ w2.T) * (1.0 - h**2)

@@ -908,10 +908,12 @@ CAMERA_HEADS: tuple[str, ...] = ("blur", "noise", "compression", "under", "over"
 # leaves peaks at every eighth of the sample rate, so those frequencies count only where the
 # even ones stand above the odd ones (an upscale by 2 or 4 has no odd eighths).
 # Measured on the fit set's camera series (log10 of the peak over the profile's median):
-# clean photos 0.85-1.32, defocus, shake, JPEG and noise at most 1.66; upscales by 1.5, 3
-# and 6 read 1.5-3.6 (all but 3 of 60 above LATTICE), by 4 0.99-1.83, by 2 (a JPEG
-# harmonic) mostly below.
-LATTICE = 1.8
+# clean photos 0.85-1.32, defocus, shake, JPEG and noise mostly below 1.66; upscales by 1.5,
+# 3 and 6 read 1.5-3.6 (51 of 60 at least LATTICE), by 4 0.99-1.83, by 2 (a JPEG harmonic)
+# mostly below. LATTICE is the lowest value no fit-set image without an upscale reaches
+# (1,100 camera and 600 lossless images of other kinds; at 1.8, 13 of them did: a strong
+# Gaussian blur's 8-bit steps can line up); pixelation (a nearest-neighbour upscale) does.
+LATTICE = 2.0
 _LATTICE_GRID = np.linspace(0.0, 0.5, 257)
 
 
