@@ -5,6 +5,7 @@ Chromium, like tests/test_report_browser.py (skipped only where that one is)."""
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +42,12 @@ def _rows(tab: Any, what: str = "r => r.querySelector('.name').textContent") -> 
 
 
 def test_pages_of_rows_sort_filter_and_search_every_row(tmp_path: Path) -> None:
+    """Screenshots go to AGENTIQA_SHOTS when it is set."""
     chromium = _browser_or_skip()
     from playwright.sync_api import sync_playwright
 
     page = _page(tmp_path)
+    shots = Path(os.environ.get("AGENTIQA_SHOTS") or tmp_path)
     problems: list[str] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
@@ -59,6 +62,7 @@ def test_pages_of_rows_sort_filter_and_search_every_row(tmp_path: Path) -> None:
             assert tab.inner_text("#shown") == "9 of 9 shown"
             tab.click("#pager-bottom .next")
             assert _rows(tab) == [f"imgs/{n}" for n in NAMES[3:6]]  # made from the markup
+            tab.screenshot(path=str(shots / "table-page-2.png"), full_page=True)
             assert tab.is_disabled("#controls .next") is False
             tab.click("#controls .next")
             assert _rows(tab) == [f"imgs/{n}" for n in NAMES[6:]]
@@ -98,6 +102,7 @@ def test_pages_of_rows_sort_filter_and_search_every_row(tmp_path: Path) -> None:
             )
             plain.goto(page.as_uri(), wait_until="load")
             assert not plain.is_visible("#controls") and not plain.is_visible("#pager-bottom")
+            plain.screenshot(path=str(shots / "no-script-pages.png"), full_page=True)
             names = plain.locator("#images .row.body:visible .name").all_inner_texts()
             assert names == [f"imgs/{n}" for n in NAMES]  # every row, in the CSV's order
             last = plain.locator("#images .row.body .thumb img").last

@@ -24,7 +24,7 @@ _TEMPLATES = Path(__file__).resolve().parent
 MAX_SETS = 100  # duplicate sets drawn per kind: keeps a huge collection's page loadable
 # rows of the table of every image that the page's script shows at once (the rest a page
 # away); without the script every row shows
-PAGE_ROWS = 500
+PAGE_ROWS = 200
 
 
 # the level column sorts as the score does: errors, bad … excellent, then no score
