@@ -189,6 +189,21 @@ def user_config_path(environ: dict[str, str]) -> Path | None:
     return Path(home) / ".config" / USER_CONFIG if home else None
 
 
+_PATH_SETTINGS = frozenset(
+    name for name, f in Settings.model_fields.items() if "Path" in str(f.annotation)
+)
+
+
+def _paths_from(values: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The user file's paths (``calibration: cal.yaml``, ``experience: ~/pool.db``) read from
+    its own folder, whatever folder agentiqa runs in; ``~`` is the home folder."""
+    out = dict(values)
+    for name in _PATH_SETTINGS & out.keys():
+        if isinstance(out[name], str) and out[name]:
+            out[name] = folder / Path(out[name]).expanduser()  # an absolute path stays
+    return out
+
+
 def project_config_path(config_path: Path | None, environ: dict[str, str]) -> Path | None:
     """``--config``, else ``AGENTIQA_CONFIG``, else ``./agentiqa.yaml`` when it exists."""
     if config_path is None and environ.get("AGENTIQA_CONFIG"):
@@ -213,7 +228,8 @@ def load_settings(
     layers: list[tuple[str, dict[str, Any]]] = []
     user = user_config_path(env)
     if user is not None and os.path.lexists(user):  # absent is fine; a directory is not
-        layers.append((f"user config file {user}", _from_file(user, "user config file")))
+        values = _paths_from(_from_file(user, "user config file"), user.parent)
+        layers.append((f"user config file {user}", values))
     project = project_config_path(config_path, env)
     if project is not None:
         layers.append((f"config file {project}", _from_file(project)))

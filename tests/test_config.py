@@ -176,3 +176,22 @@ def test_cli_exits_2_naming_a_bad_user_config(
     assert code == 2
     err = " ".join(capsys.readouterr().err.split())  # rich may wrap the line
     assert str(f) in err and "concurrency" in err
+
+
+def test_user_file_paths_are_read_from_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative path in the user file means a file beside it, from any working folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    xdg = tmp_path / "xdg"
+    _user_file(xdg, f"calibration: cal.yaml\nexperience: {tmp_path / 'pool.db'}\n")
+    s = load_settings({}, None, environ={"XDG_CONFIG_HOME": str(xdg)})
+    assert s.calibration == xdg / "agentiqa" / "cal.yaml"
+    assert s.experience == tmp_path / "pool.db"  # an absolute path stays
+    cfg = work / "p.yaml"  # the project file's paths are as written (the working folder's)
+    cfg.write_text("calibration: mine.yaml\n")
+    assert load_settings({}, cfg, environ={"XDG_CONFIG_HOME": str(xdg)}).calibration == Path(
+        "mine.yaml"
+    )
