@@ -8,11 +8,12 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck imports unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check camera-model light-check
+.PHONY: setup demo test lint typecheck imports unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check camera-model light-check man
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, check the import layers, run the tests"
 	@echo "make bench  - throughput and quality figures (not a test)"
+	@echo "make man    - regenerate the man page docs/agentiqa.1 from the commands' --help"
 	@echo "make light-check - the core install (no extras) in a fresh venv: no torch, size"
 
 # each step holds a lock: two targets set up at once (make demo beside make realset on a fresh
@@ -104,6 +105,11 @@ light-check:
 
 bench: setup
 	$(BIN)/python scripts/bench.py
+
+# docs/agentiqa.1 from the typer app (tests/test_docs.py fails when it is stale); read it with
+# man -l docs/agentiqa.1
+man: setup
+	$(BIN)/python scripts/man_page.py
 
 clean:
 	rm -rf $(VENV) .cache samples build dist *.egg-info

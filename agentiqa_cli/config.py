@@ -1,4 +1,5 @@
-"""Run settings. Precedence: command-line flags > environment (AGENTIQA_*) > config file > defaults."""
+"""Run settings. Precedence: command-line flags > environment (AGENTIQA_*) > project config
+file > user config file > defaults (docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from agentiqa_cli.records import LearnedTools
 
 DEFAULT_QUERY = "How is the overall quality of this image?"
 CONFIG_FILE_NAME = "agentiqa.yaml"
+USER_CONFIG = Path("agentiqa") / "config.yaml"
 
 
 class Settings(BaseModel):
@@ -163,16 +165,52 @@ def _from_env(environ: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def _from_file(path: Path) -> dict[str, Any]:
-    data = load_yaml(path, "config file")  # a regular UTF-8 file, bounded; exit 2 otherwise
+def _from_file(path: Path, what: str = "config file") -> dict[str, Any]:
+    data = load_yaml(path, what)  # a regular UTF-8 file, bounded; exit 2 otherwise
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"config file {path}: must be a mapping of setting: value")
+        raise ConfigError(f"{what} {path}: must be a mapping of setting: value")
     data = {str(k).replace("-", "_"): v for k, v in data.items()}
     if "api_key" in data:
-        raise ConfigError(f"config file {path}: put api_key in AGENTIQA_API_KEY, not in a file")
+        raise ConfigError(f"{what} {path}: put api_key in AGENTIQA_API_KEY, not in a file")
     return data
+
+
+def user_config_path(environ: dict[str, str]) -> Path | None:
+    """``$XDG_CONFIG_HOME/agentiqa/config.yaml``, else ``$HOME/.config/agentiqa/config.yaml``
+    (XDG Base Directory Specification 0.8: a relative XDG_CONFIG_HOME is ignored). Read from
+    ``environ`` only, so a caller that passes its own environment never reads the real home;
+    None when neither variable says where home is."""
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg) / USER_CONFIG
+    home = environ.get("HOME", "")
+    return Path(home) / ".config" / USER_CONFIG if home else None
+
+
+_PATH_SETTINGS = frozenset(
+    name for name, f in Settings.model_fields.items() if "Path" in str(f.annotation)
+)
+
+
+def _paths_from(values: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The user file's paths (``calibration: cal.yaml``, ``experience: ~/pool.db``) read from
+    its own folder, whatever folder agentiqa runs in; ``~`` is the home folder."""
+    out = dict(values)
+    for name in _PATH_SETTINGS & out.keys():
+        if isinstance(out[name], str) and out[name]:
+            out[name] = folder / Path(out[name]).expanduser()  # an absolute path stays
+    return out
+
+
+def project_config_path(config_path: Path | None, environ: dict[str, str]) -> Path | None:
+    """``--config``, else ``AGENTIQA_CONFIG``, else ``./agentiqa.yaml`` when it exists."""
+    if config_path is None and environ.get("AGENTIQA_CONFIG"):
+        config_path = Path(environ["AGENTIQA_CONFIG"])
+    if config_path is None and Path(CONFIG_FILE_NAME).is_file():
+        config_path = Path(CONFIG_FILE_NAME)
+    return config_path
 
 
 def load_settings(
@@ -180,20 +218,41 @@ def load_settings(
     config_path: Path | None = None,
     environ: dict[str, str] | None = None,
 ) -> Settings:
-    """Merge the layers; ``flags`` holds only options the user actually gave (None = not given)."""
+    """Merge the layers; ``flags`` holds only options the user actually gave (None = not given).
+
+    The user file lies under the project file whichever way that one was found (``--config``
+    included): it holds a person's defaults (their VLM server, their device), the project
+    file what a project decides. A setting that fails validation is reported with the layer
+    that gave it (the file's path, the variable, or the flag)."""
     env = dict(os.environ if environ is None else environ)
-    if config_path is None and env.get("AGENTIQA_CONFIG"):
-        config_path = Path(env["AGENTIQA_CONFIG"])
-    if config_path is None and Path(CONFIG_FILE_NAME).is_file():
-        config_path = Path(CONFIG_FILE_NAME)
+    layers: list[tuple[str, dict[str, Any]]] = []
+    user = user_config_path(env)
+    if user is not None and os.path.lexists(user):  # absent is fine; a directory is not
+        values = _paths_from(_from_file(user, "user config file"), user.parent)
+        layers.append((f"user config file {user}", values))
+    project = project_config_path(config_path, env)
+    if project is not None:
+        layers.append((f"config file {project}", _from_file(project)))
+    from_env = _from_env(env)
+    aliases = {name: key for key, name in _ENV_ALIASES.items()}
+    layers += [(f"environment {_env_name(k, env, aliases)}", {k: v}) for k, v in from_env.items()]
+    layers.append(("command line", {k: v for k, v in flags.items() if v is not None}))
     merged: dict[str, Any] = {}
-    if config_path is not None:
-        merged.update(_from_file(config_path))
-    merged.update(_from_env(env))
-    merged.update({k: v for k, v in flags.items() if v is not None})
+    source: dict[str, str] = {}
+    for where, values in layers:
+        merged.update(values)
+        source.update(dict.fromkeys(values, where))
     try:
         return Settings.model_validate(merged)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"setting {where}: {err['msg']}") from None
+        origin = source.get(str(err["loc"][0])) if err["loc"] else None
+        raise ConfigError(
+            f"setting {where}: {err['msg']}" + (f" (from {origin})" if origin else "")
+        ) from None
+
+
+def _env_name(name: str, env: dict[str, str], aliases: dict[str, str]) -> str:
+    key = f"AGENTIQA_{name.upper()}"
+    return key if env.get(key) else aliases.get(name, key)

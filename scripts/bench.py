@@ -21,8 +21,9 @@ Not a test: it prints numbers. Sections (each says what it compares):
      the default set on the same 200 images, each 5 times: throughput after start-up, Ray's
      start-up apart, and the rows compared.
  10. `report` on a 10,000-row results CSV (10,000 small generated images): building it
-     (every image measured), writing the page, its size, and Chromium's time to load it,
-     to sort the table of every image by score and to filter it by a finding.
+     (every image measured), writing the page, its size, and Chromium's time to load it
+     (to the first frame after the load event), to sort the table of every image by score
+     and to filter it by a finding.
  11. the experience pool (docs/experience.md): a pool built from the photos bundled with
      scikit-image, then `assess` (rules backend) on the realset's synthetic series (other
      photos; `make realset`) without and with it: tools per image, `select` calls and all
@@ -572,6 +573,7 @@ def make_report_set(n: int) -> Path:
 def bench_report(n: int = 10_000) -> None:
     header(f"10. report on {n:,} rows: build, page size, Chromium load / sort / filter")
     from agentiqa_cli.report import build_report, render_html
+    from agentiqa_cli.report.html import PAGE_ROWS
 
     csv_path = make_report_set(n)
     t0 = time.perf_counter()
@@ -583,7 +585,8 @@ def bench_report(n: int = 10_000) -> None:
     t_html = time.perf_counter() - t0
     size = page.stat().st_size
     print(f"build (measure {n:,} images, 2 workers): {t_build:6.1f} s; page written in "
-          f"{t_html:.2f} s: {size / 2**20:.1f} MiB ({size / n / 1024:.1f} KiB per row)")  # fmt: skip
+          f"{t_html:.2f} s: {size / 2**20:.1f} MiB ({size / n / 1024:.1f} KiB per row; the "
+          f"script shows {PAGE_ROWS} rows a page)")  # fmt: skip
     chromium = os.environ.get("AGENTIQA_CHROMIUM") or shutil.which("chromium")
     if not chromium:
         print("Chromium: not installed (make browser); load time not measured")

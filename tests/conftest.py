@@ -26,6 +26,18 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
 
 
+@pytest.fixture(scope="session")
+def _empty_config_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("xdg-config")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, _empty_config_home: Path) -> None:
+    """Tests never read the real home's ~/.config/agentiqa/config.yaml: the user config
+    layer looks in an empty folder unless a test points XDG_CONFIG_HOME elsewhere."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(_empty_config_home))
+
+
 @pytest.fixture(autouse=True)
 def _loud_after_each_test() -> Iterator[None]:
     """A command run with -q in-process leaves the libraries quiet until the next command

@@ -55,7 +55,11 @@ Quiet = Annotated[
 ]
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option("--config", help="YAML config file (default: ./agentiqa.yaml if present)."),
+    typer.Option(
+        "--config",
+        help="YAML config file (default: ./agentiqa.yaml if present); the user's "
+        "~/.config/agentiqa/config.yaml lies under it.",
+    ),
 ]
 CardsDir = Annotated[
     Path | None,

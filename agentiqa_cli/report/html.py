@@ -1,6 +1,6 @@
 """The report as one self-contained HTML page: thumbnails as data URIs, everything escaped.
 
-The page's one script (sorting and filtering the table of every image) is inline and
+The page's one script (sorting, filtering and paging the table of every image) is inline and
 allowed by its hash in the page's Content-Security-Policy; nothing else may run. Each
 thumbnail links to its image file, relative to the page when the page's path is known.
 """
@@ -22,6 +22,9 @@ from agentiqa_cli.report.table import COLOURS, ERROR, UNSCORED, cutoffs
 
 _TEMPLATES = Path(__file__).resolve().parent
 MAX_SETS = 100  # duplicate sets drawn per kind: keeps a huge collection's page loadable
+# rows of the table of every image that the page's script shows at once (the rest a page
+# away); without the script every row shows
+PAGE_ROWS = 200
 
 
 # the level column sorts as the score does: errors, bad … excellent, then no score
@@ -53,7 +56,9 @@ def image_href(image: str, csv_path: Path, page: Path | None) -> str:
     return urllib.parse.quote(os.fsencode(rel))  # any byte of a name, '/' kept
 
 
-def render_html(report: Report, page: Path | None = None, max_sets: int = MAX_SETS) -> str:
+def render_html(
+    report: Report, page: Path | None = None, max_sets: int = MAX_SETS, page_rows: int = PAGE_ROWS
+) -> str:
     """The page; ``page`` is where it will be written (for links relative to it)."""
     env = _env()
     script = env.get_template("table.js.j2").render()
@@ -63,6 +68,7 @@ def render_html(report: Report, page: Path | None = None, max_sets: int = MAX_SE
     return env.get_template("report.html.j2").render(
         report=report,
         max_sets=max_sets,
+        page_rows=max(1, page_rows),
         hrefs=hrefs,
         ranks=_RANKS,
         cutoffs=cutoffs(),
