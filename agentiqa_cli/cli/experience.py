@@ -10,7 +10,15 @@ from rich.table import Table
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import experience_app
-from agentiqa_cli.cli.options import EXIT_CODES_HELP, Common, JsonOut, shared, tool_list
+from agentiqa_cli.cli.options import (
+    EXIT_CODES_HELP,
+    Common,
+    Force,
+    JsonOut,
+    Recursive,
+    shared,
+    tool_list,
+)
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.experience.pool import Pool, read_pool
 from agentiqa_cli.gate import EXIT_INPUT
@@ -52,9 +60,8 @@ def build(
         int, typer.Option("--size", min=64, help="Long side the images are resized to.")
     ] = 384,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic distortions.")] = 0,
-    recursive: Annotated[
-        bool, typer.Option("--recursive", "-R", help="Descend into sub-folders.")
-    ] = False,
+    recursive: Recursive = False,
+    force: Force = False,
     layout: Annotated[
         str | None,
         typer.Option(
@@ -103,7 +110,7 @@ def build(
         learned_tools=settings.learned_tools, categories=cats, size=size, seed=seed,
         calibration=rt.calibration_digest(), recursive=recursive,
         max_pixels=settings.max_pixels, layout=layout, on_image=progress, notes=notes,
-        coupled=coupled,
+        coupled=coupled, force=force,
     )  # fmt: skip
     for n in notes:
         ui.note(n)

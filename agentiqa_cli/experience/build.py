@@ -54,11 +54,13 @@ def build_pool(
     on_image: Callable[[str, str], None] | None = None,
     notes: list[str] | None = None,
     coupled: bool = False,
+    force: bool = False,
 ) -> Pool:
     """Measure every clean image of ``data`` (or, with ``layout`` or a file as ``data``, the
     MOS table's images) and write the pool to ``out``. ``on_image(name, status)`` reports
     each image (status "ok" or the decode error); what was left out is added to ``notes``.
-    ``coupled`` also measures every pair of categories together (keys of two categories)."""
+    ``coupled`` also measures every pair of categories together (keys of two categories);
+    ``force`` replaces a file at ``out`` that is not a pool of ours."""
     data = Path(data)
     by_mode = {m: candidate_cards(cards, m, learned_tools, tools) for m in modes}
     for m, cs in by_mode.items():
@@ -66,7 +68,7 @@ def build_pool(
             raise ConfigError(f"{m}: at least two candidate tools are needed, got {len(cs)}")
     if layout is not None or data.is_file():
         return _from_mos(data, out, layout, cards, runner, by_mode, categories, calibration,
-                         max_pixels, on_image, notes)  # fmt: skip
+                         max_pixels, on_image, notes, force)  # fmt: skip
     # a category without a synthetic kind has no series to measure (categories.py)
     no_kind = [c for c in categories if not kinds_of([c])]
     if len(no_kind) == len(categories):
@@ -78,7 +80,7 @@ def build_pool(
     found = [p for p, _ in discover([str(data)], recursive)]
     if not found:
         raise ConfigError(f"no images in {data}")
-    check_pool_out(out, found)  # exit 2 before any image is measured
+    check_pool_out(out, found, force)  # exit 2 before any image is measured
     loaded: list[str] = []
 
     def images() -> Iterator[tuple[str, np.ndarray]]:
@@ -121,10 +123,11 @@ def _from_mos(
     max_pixels: int,
     on_image: Callable[[str, str], None] | None,
     notes: list[str] | None,
+    force: bool,
 ) -> Pool:
     dataset = load_dataset(data, layout)
     refs = [i.reference for i in dataset.items if i.reference is not None]
-    check_pool_out(out, [dataset.source, *(i.image for i in dataset.items), *refs])
+    check_pool_out(out, [dataset.source, *(i.image for i in dataset.items), *refs], force)
     wanted = set(categories)
     items = [i for i in dataset.items if i.distortion and category_of_type(i.distortion) in wanted]
     if not items:
