@@ -22,13 +22,13 @@ from agentiqa_cli.cli.options import (
     shared,
     tool_list,
 )
-from agentiqa_cli.cli.run import note_backend, say_notes
+from agentiqa_cli.cli.run import note_backend, say_notes, with_runtime
 from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.guard import check_out_dir, check_overlay_out
 from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.extras import require_extras, require_matplotlib
-from agentiqa_cli.wiring import build_runtime
 
 if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a command runs
     from agentiqa_cli.bench.calibrate import CalibrationFit
@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a com
     from agentiqa_cli.bench.mos import MosReport
     from agentiqa_cli.bench.runs import Bench
     from agentiqa_cli.bench.synth_eval import SynthReport
-    from agentiqa_cli.bench.vqpp import VqppItem, VqppRow
     from agentiqa_cli.imperfect.records import Operation
 
 ToolsOpt = Annotated[
@@ -90,20 +89,17 @@ def _bench(
 
     reporter = ui.Reporter(total, label)
 
-    async def go() -> T:
-        async with build_runtime(settings) as rt:
-            tracer = TraceWriter(trace, header=rt.header(command))
-            try:
-                with reporter.running():
-                    value = await main(
-                        Bench(rt, tracer, lambda r: reporter.advance(r.image, r.status))
-                    )
-                say_notes(rt)
-                return value
-            finally:
-                tracer.close()
+    async def go(rt: Runtime) -> T:
+        tracer = TraceWriter(trace, header=rt.header(command))
+        try:
+            with reporter.running():
+                value = await main(Bench(rt, tracer, lambda r: reporter.advance(r.image, r.status)))
+            say_notes(rt)
+            return value
+        finally:
+            tracer.close()
 
-    return asyncio.run(go())
+    return asyncio.run(with_runtime(settings, go))
 
 
 def _inputs(source: Path, items: Iterable[MosItem | MCQuestion]) -> list[Path]:
@@ -428,7 +424,7 @@ def vqpp(
     paper's levels, fixed seed); per type tool-selection accuracy, parameter score and
     false fixes on originals, for the configured backend (rules or a VLM)."""
     # start-up time: as in _bench
-    from agentiqa_cli.bench.vqpp import build, write_decisions, write_report
+    from agentiqa_cli.bench import vqpp
 
     out_dir = _out_dir(out_dir, old_out_dir)
     settings = opts.settings()
@@ -437,11 +433,28 @@ def vqpp(
         raise ConfigError(f"{clean_dir}: not a folder of images")
     check_out_dir(out_dir, ("trace.jsonl", "vqpp.csv", "decisions.jsonl"), sources,
                   input_dir=clean_dir, force=force)  # fmt: skip
-    items = build(clean_dir, out_dir / "images", seed=seed, size=size, limit=limit,
-                  generator=generator, query=settings.query)  # fmt: skip
-    rows, chosen, found = asyncio.run(_vqpp_decide(settings, items, out_dir))
-    write_report(rows, out_dir / "vqpp.csv")
-    write_decisions(items, chosen, found, out_dir / "decisions.jsonl")
+    items = vqpp.build(clean_dir, out_dir / "images", seed=seed, size=size, limit=limit,
+                       generator=generator, query=settings.query)  # fmt: skip
+    reporter = ui.Reporter(len(items), "eval-bench vqpp")
+
+    async def decide(rt: Runtime) -> tuple[dict[str, list[Operation] | None], dict[str, list[str]]]:
+        note_backend(rt)
+        asker = await rt.asker()
+        say_notes(rt)
+        tracer = TraceWriter(out_dir / "trace.jsonl", header=rt.header("eval-bench vqpp"))
+        try:
+            with reporter.running():
+                return await vqpp.decide_all(
+                    rt, asker, items, out_dir / "images", tracer,
+                    lambda r: reporter.advance(r.image, r.status),
+                )  # fmt: skip
+        finally:
+            tracer.close()
+
+    chosen, found = asyncio.run(with_runtime(settings, decide))
+    rows = vqpp.report(items, chosen, found)
+    vqpp.write_report(rows, out_dir / "vqpp.csv")
+    vqpp.write_decisions(items, chosen, found, out_dir / "decisions.jsonl")
     t = Table(
         title=f"V-QPP ({generator} generator) on {clean_dir}: {len(items)} images, "
         f"backend {settings.vlm}",
@@ -454,26 +467,3 @@ def vqpp(
                   _fmt(r.false_fix), _fmt(r.false_finding))  # fmt: skip
     ui.out.print(t)
     ui.out.print(f"→ {out_dir / 'vqpp.csv'}, {out_dir / 'decisions.jsonl'}", highlight=False)
-
-
-async def _vqpp_decide(
-    settings: Settings, items: list[VqppItem], out_dir: Path
-) -> tuple[list[VqppRow], dict[str, list[Operation] | None], dict[str, list[str]]]:
-    # start-up time: as in _bench
-    from agentiqa_cli.bench.vqpp import decide_all, report
-
-    reporter = ui.Reporter(len(items), "eval-bench vqpp")
-    async with build_runtime(settings) as rt:
-        note_backend(rt)
-        asker = await rt.asker()
-        say_notes(rt)
-        tracer = TraceWriter(out_dir / "trace.jsonl", header=rt.header("eval-bench vqpp"))
-        try:
-            with reporter.running():
-                chosen, found = await decide_all(
-                    rt, asker, items, out_dir / "images", tracer,
-                    lambda r: reporter.advance(r.image, r.status),
-                )  # fmt: skip
-        finally:
-            tracer.close()
-    return report(items, chosen, found), chosen, found
