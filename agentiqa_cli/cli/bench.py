@@ -133,11 +133,11 @@ def mos(
     force: Force = False,
 ) -> None:
     """SRCC, KRCC, PLCC and RMSE against MOS, overall and per distortion type; scatter plot."""
-    # start-up time: as in _bench (plot: matplotlib, once require_matplotlib passed)
+    out_dir = _out_dir(out_dir, old_out_dir)
+    require_matplotlib("the scatter plot of eval-bench mos")  # exit 2 naming the extra
+    # start-up time: as in _bench; plot imports matplotlib (the [plot] extra, checked above)
     from agentiqa_cli.bench import datasets, mos, plot, runs
 
-    out_dir = _out_dir(out_dir, old_out_dir)
-    require_matplotlib("the scatter plot of eval-bench mos")
     settings = opts.settings()
     data = datasets.load_dataset(dataset, layout, limit=limit, sample=sample, seed=seed)
     for n in data.notes:
