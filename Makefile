@@ -44,7 +44,7 @@ demo: setup
 	@echo "--- agentiqa assess: the agent (rules backend: no VLM configured)"
 	$(BIN)/agentiqa assess samples -R --out samples/results.csv
 	@echo "--- agentiqa report: dataset issues over the results (HTML page with thumbnails)"
-	$(BIN)/agentiqa report samples/results.csv --html samples/report.html
+	$(BIN)/agentiqa report samples/results.csv --out samples/report.html
 
 # refit the built-in detectors' and the weight-free pyiqa cards' logistics (minutes; not in CI;
 # the detectors' fit set, scripts/fitset.yaml, is fetched with apt-get download into .cache/fitset)

@@ -373,12 +373,12 @@ def build_vlm(settings: Settings, cards: CardSet) -> VLM:
     spec = settings.vlm.strip()
     if spec == "rules":
         return RulesVLM(cards)
-    if spec.startswith(("http://", "https://")):
-        # start-up time: httpx loads only for a server backend
-        from agentiqa_cli.vlm.http import OpenAIHTTPVLM
+    # start-up time: httpx loads only for a model backend (vllm itself only when first used)
+    from agentiqa_cli.vlm import http, inprocess
 
+    if spec.startswith(("http://", "https://")):
         # without --model the server's only model is used (resolved by check())
-        return OpenAIHTTPVLM(
+        return http.OpenAIHTTPVLM(
             base_url=spec,
             model=settings.model,
             api_key=settings.api_key.get_secret_value() if settings.api_key else None,
@@ -388,10 +388,9 @@ def build_vlm(settings: Settings, cards: CardSet) -> VLM:
             image_pixels=settings.image_pixels,
         )
     if spec.startswith("vllm:"):
-        # optional extra: in-process vLLM
-        from agentiqa_cli.vlm.inprocess import InProcessVLM
-
-        return InProcessVLM(model=spec[len("vllm:") :], image_pixels=settings.image_pixels)
+        return inprocess.InProcessVLM(
+            model=spec[len("vllm:") :], image_pixels=settings.image_pixels
+        )
     raise ConfigError(
         f"--vlm must be 'rules', an http(s):// URL or vllm:MODEL_PATH, got {redact_url(spec)!r}"
     )

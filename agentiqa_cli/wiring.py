@@ -75,10 +75,9 @@ def _pool_advisor(rt: Runtime) -> ToolAdvisor | None:
         return None
     # start-up time: the pool's measuring side loads scipy and the distortion library, so
     # only a run with --experience pays for it
-    from agentiqa_cli.experience.advisor import PoolAdvisor
-    from agentiqa_cli.experience.pool import check_cards, read_pool
+    from agentiqa_cli.experience import advisor, pool
 
-    pool = read_pool(settings.experience)
-    check_cards(pool, rt.cards.hashes, rt.calibration_digest())
+    learnt = pool.read_pool(settings.experience)
+    pool.check_cards(learnt, rt.cards.hashes, rt.calibration_digest())
     offered = [c.name for c in candidates(rt.cards, True, settings.learned_tools)]
-    return PoolAdvisor(pool, offered, rt.cards, rt.runner, evolve=settings.evolve)
+    return advisor.PoolAdvisor(learnt, offered, rt.cards, rt.runner, evolve=settings.evolve)

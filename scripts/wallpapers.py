@@ -3,7 +3,7 @@
     cd /tmp/imp && apt-get download plasma-workspace-wallpapers gnome-backgrounds
     for d in *.deb; do dpkg-deb -x "$d" x/; done
     python scripts/wallpapers.py /tmp/imp/x /tmp/imp/clean      # + the bundled photos
-    agentiqa eval-bench vqpp /tmp/imp/clean -o eval-vqpp
+    agentiqa eval-bench vqpp /tmp/imp/clean --out-dir eval-vqpp
 
 One image per KDE wallpaper folder (the last file of contents/images, by name) and every
 GNOME background, resized to 384 px on the long side (Lanczos), plus the scikit-image

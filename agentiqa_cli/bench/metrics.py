@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Literal
 
 import numpy as np
@@ -55,17 +56,23 @@ def _constant(a: NDArray) -> bool:
     return bool(a.size == 0 or np.ptp(a) == 0)
 
 
-def _correlation(name: str, x: ArrayLike, y: ArrayLike) -> float | None:
-    """scipy.stats' ``name`` correlation; None when it is undefined (< 2 points, constant)."""
-    # start-up time: scipy.stats costs ~1 s; the benchmarks that need it load it
+def _scipy_stats() -> ModuleType:
+    """scipy.stats, loaded when first needed: it costs ~1 s, and `assess --experience`
+    imports this module (``spearman``) for images it may never measure."""
+    # start-up time: as the docstring says
     import scipy.stats
 
+    return scipy.stats
+
+
+def _correlation(name: str, x: ArrayLike, y: ArrayLike) -> float | None:
+    """scipy.stats' ``name`` correlation; None when it is undefined (< 2 points, constant)."""
     xa, ya = np.asarray(x, float), np.asarray(y, float)
     if xa.size < 2 or _constant(xa) or _constant(ya):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # near-constant input: the value is still right
-        return _finite(getattr(scipy.stats, name)(xa, ya).statistic)
+        return _finite(getattr(_scipy_stats(), name)(xa, ya).statistic)
 
 
 def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
@@ -112,13 +119,11 @@ def bootstrap_srcc(
     x: ArrayLike, y: ArrayLike, rounds: int = 1000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of SRCC (resampling pairs); None if too few points."""
-    # start-up time: scipy.stats, as above
-    from scipy.stats import rankdata
-
     xa, ya = np.asarray(x, float), np.asarray(y, float)
     n = xa.size
     if n < 4 or rounds < 1 or _constant(xa) or _constant(ya):
         return None
+    rankdata = _scipy_stats().rankdata
     rng = np.random.default_rng(seed)
     stats: list[NDArray] = []
     chunk = max(1, 2_000_000 // n)  # bound memory on 10k-image datasets

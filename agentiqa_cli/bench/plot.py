@@ -1,6 +1,7 @@
 """Scatter plots of prediction vs MOS, one panel per method, with the fitted mapping.
 
-matplotlib is imported only here and only when a plot is asked for; the figure is drawn
+matplotlib (the [plot] extra) is imported only here, and this module only when a plot is
+asked for (`eval-bench mos`, after checking the extra is installed); the figure is drawn
 on an Agg canvas directly, so no global backend is switched and no window can open.
 """
 
@@ -10,6 +11,8 @@ import math
 from pathlib import Path
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from agentiqa_cli.bench.metrics import apply_fit
 from agentiqa_cli.bench.mos import MosReport
@@ -22,10 +25,6 @@ def _fmt(v: float | None) -> str:
 
 def plot_scatter(report: MosReport, path: Path, group: str = "overall") -> Path:
     """Write a PNG with one panel per method; ``group`` selects a distortion type."""
-    # optional extra: matplotlib ([plot])
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     methods = report.methods or ["(none)"]
     cols = min(3, len(methods))
     rows = math.ceil(len(methods) / cols)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
+from skimage import data
 
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS
@@ -115,9 +116,6 @@ PHOTOS: tuple[str, ...] = (
 
 
 def _skimage_photo(name: str) -> NDArray[np.uint8]:
-    # start-up time: scikit-image's sample photos load only when the bundled set is made
-    from skimage import data
-
     img = data.stereo_motorcycle()[0] if name == "motorcycle" else getattr(data, name)()
     img = np.asarray(img)
     if img.ndim == 2:

@@ -13,14 +13,22 @@ from rich.table import Table
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app, bench_app
-from agentiqa_cli.cli.options import Common, shared, tool_list
-from agentiqa_cli.cli.run import note_backend, say_notes
+from agentiqa_cli.cli.options import (
+    Common,
+    Force,
+    deprecated,
+    deprecated_option,
+    out_dir_option,
+    shared,
+    tool_list,
+)
+from agentiqa_cli.cli.run import note_backend, say_notes, with_runtime
 from agentiqa_cli.config import Settings, redact_url
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.guard import check_out_dir, check_overlay_out
 from agentiqa_cli.io.trace import TraceWriter
+from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.tools.extras import require_extras, require_matplotlib
-from agentiqa_cli.wiring import build_runtime
 
 if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a command runs
     from agentiqa_cli.bench.calibrate import CalibrationFit
@@ -29,7 +37,6 @@ if TYPE_CHECKING:  # the benchmarks load scipy and scikit-image: only when a com
     from agentiqa_cli.bench.mos import MosReport
     from agentiqa_cli.bench.runs import Bench
     from agentiqa_cli.bench.synth_eval import SynthReport
-    from agentiqa_cli.bench.vqpp import VqppItem, VqppRow
     from agentiqa_cli.imperfect.records import Operation
 
 ToolsOpt = Annotated[
@@ -51,7 +58,17 @@ Sample = Annotated[
     int | None, typer.Option("--sample", min=1, help="A random N images (see --seed).")
 ]
 Seed = Annotated[int, typer.Option("--seed", help="Seed for --sample and synthetic distortions.")]
-OutDir = Annotated[Path, typer.Option("--out-dir", "-o", help="Where the report files go.")]
+OutDir = Annotated[Path, out_dir_option("Where the report files go.")]
+OldOutDir = Annotated[Path | None, deprecated_option("--out-dir", "-o")]
+
+
+def _out_dir(out_dir: Path, old: Path | None) -> Path:
+    """``-o DIR`` named eval-bench's folder before ``-o`` meant the results file everywhere."""
+    if old is None:
+        return out_dir
+    deprecated("eval-bench -o DIR", "--out-dir DIR")
+    return old
+
 
 T = TypeVar("T")
 
@@ -72,20 +89,17 @@ def _bench(
 
     reporter = ui.Reporter(total, label)
 
-    async def go() -> T:
-        async with build_runtime(settings) as rt:
-            tracer = TraceWriter(trace, header=rt.header(command))
-            try:
-                with reporter.running():
-                    value = await main(
-                        Bench(rt, tracer, lambda r: reporter.advance(r.image, r.status))
-                    )
-                say_notes(rt)
-                return value
-            finally:
-                tracer.close()
+    async def go(rt: Runtime) -> T:
+        tracer = TraceWriter(trace, header=rt.header(command))
+        try:
+            with reporter.running():
+                value = await main(Bench(rt, tracer, lambda r: reporter.advance(r.image, r.status)))
+            say_notes(rt)
+            return value
+        finally:
+            tracer.close()
 
-    return asyncio.run(go())
+    return asyncio.run(with_runtime(settings, go))
 
 
 def _inputs(source: Path, items: Iterable[MosItem | MCQuestion]) -> list[Path]:
@@ -115,36 +129,36 @@ def mos(
         int, typer.Option("--bootstrap", help="Bootstrap resamples for SRCC intervals.")
     ] = 0,
     out_dir: OutDir = Path("eval-mos"),
+    old_out_dir: OldOutDir = None,
+    force: Force = False,
 ) -> None:
     """SRCC, KRCC, PLCC and RMSE against MOS, overall and per distortion type; scatter plot."""
-    # start-up time: as in _bench
-    from agentiqa_cli.bench.datasets import load_dataset
-    from agentiqa_cli.bench.mos import write_mos_csv, write_predictions_csv
-    from agentiqa_cli.bench.plot import plot_scatter
-    from agentiqa_cli.bench.runs import run_mos
+    out_dir = _out_dir(out_dir, old_out_dir)
+    require_matplotlib("the scatter plot of eval-bench mos")  # exit 2 naming the extra
+    # start-up time: as in _bench; plot imports matplotlib (the [plot] extra, checked above)
+    from agentiqa_cli.bench import datasets, mos, plot, runs
 
-    require_matplotlib("the scatter plot of eval-bench mos")
     settings = opts.settings()
-    data = load_dataset(dataset, layout, limit=limit, sample=sample, seed=seed)
+    data = datasets.load_dataset(dataset, layout, limit=limit, sample=sample, seed=seed)
     for n in data.notes:
         ui.note(n)
     names = tool_list(tools) or []
     check_out_dir(out_dir, ("trace.jsonl", "summary.csv", "predictions.csv", "scatter.png"),
-                  _inputs(data.source, data.items))  # fmt: skip
+                  _inputs(data.source, data.items), force=force)  # fmt: skip
     out_dir.mkdir(parents=True, exist_ok=True)
 
     async def main(b: Bench) -> MosReport:
         note_backend(b.rt)
         cards = b.rt.cards.resolve(names)
         require_extras(cards)
-        return await run_mos(b, data, cards, assess, bootstrap=bootstrap, seed=seed)
+        return await runs.run_mos(b, data, cards, assess, bootstrap=bootstrap, seed=seed)
 
     total = len(data.items) * (len(names) + int(assess))
     report = _bench(settings, out_dir / "trace.jsonl", total, f"eval-bench mos ({data.name})",
                     main, command="eval-bench mos")  # fmt: skip
-    write_mos_csv(report, out_dir / "summary.csv")
-    write_predictions_csv(report, out_dir / "predictions.csv")
-    png = plot_scatter(report, out_dir / "scatter.png")
+    mos.write_mos_csv(report, out_dir / "summary.csv")
+    mos.write_predictions_csv(report, out_dir / "predictions.csv")
+    png = plot.plot_scatter(report, out_dir / "scatter.png")
     t = Table(title=f"{data.name} ({data.layout}, {len(data.items)} images)", title_justify="left")
     for col in ("method", "group", "n", "failed", "SRCC", "KRCC", "PLCC", "RMSE"):
         t.add_column(col, justify="left" if col in ("method", "group") else "right")
@@ -171,6 +185,8 @@ def mcq(
         ),
     ] = None,
     out_dir: OutDir = Path("eval-mcq"),
+    old_out_dir: OldOutDir = None,
+    force: Force = False,
     whole_agent: Annotated[
         bool,
         typer.Option(
@@ -182,27 +198,27 @@ def mcq(
 ) -> None:
     """Multiple-choice accuracy per track (planner, executor-distortion, executor-tool, summarizer)."""
     # start-up time: as in _bench
-    from agentiqa_cli.bench.mcq import load_mcq, make_example_mcq, write_mcq_csv
-    from agentiqa_cli.bench.runs import run_mcq
+    from agentiqa_cli.bench import mcq, runs
 
+    out_dir = _out_dir(out_dir, old_out_dir)
     if example is not None:
-        path = make_example_mcq(example)
+        path = mcq.make_example_mcq(example)
         ui.out.print(f"example questions → {path}", highlight=False)
         return
     if questions is None:
         raise ConfigError("give a questions JSONL file (or --write-example DIR)")
     settings = opts.settings()
-    qs = load_mcq(questions)
-    check_out_dir(out_dir, ("trace.jsonl", "answers.csv"), _inputs(questions, qs))
+    qs = mcq.load_mcq(questions)
+    check_out_dir(out_dir, ("trace.jsonl", "answers.csv"), _inputs(questions, qs), force=force)
     out_dir.mkdir(parents=True, exist_ok=True)
 
     async def main(b: Bench) -> MCQReport:
         note_backend(b.rt)
-        return await run_mcq(b, qs, whole_agent)
+        return await runs.run_mcq(b, qs, whole_agent)
 
     report = _bench(settings, out_dir / "trace.jsonl", len(qs), "eval-bench mcq", main,
                     command="eval-bench mcq")  # fmt: skip
-    write_mcq_csv(report, out_dir / "answers.csv")
+    mcq.write_mcq_csv(report, out_dir / "answers.csv")
     t = Table(
         title=f"{questions.name}: {report.n} questions, backend {redact_url(settings.vlm)}",
         title_justify="left",
@@ -232,17 +248,20 @@ def synth(
     ] = 384,
     seed: Seed = 0,
     out_dir: OutDir = Path("eval-synth"),
+    old_out_dir: OldOutDir = None,
+    force: Force = False,
 ) -> None:
     """Distort clean images (5 levels per kind, fixed seed) and check each method's score falls."""
     # start-up time: as in _bench
     from agentiqa_cli.bench.synth_eval import write_synth_csv
     from agentiqa_cli.imaging.distort import check_kinds
 
+    out_dir = _out_dir(out_dir, old_out_dir)
     if kinds is not None:
         check_kinds(tool_list(kinds) or [])  # exit 2 before anything is written
     settings = opts.settings()
     clean = sorted(clean_dir.iterdir()) if clean_dir.is_dir() else []
-    check_out_dir(out_dir, ("trace.jsonl", "synth.csv"), clean, input_dir=clean_dir)
+    check_out_dir(out_dir, ("trace.jsonl", "synth.csv"), clean, input_dir=clean_dir, force=force)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = synth_report(settings, clean_dir, out_dir, tool_list(tools), assess,
                           tool_list(kinds), levels, size, seed)  # fmt: skip
@@ -310,9 +329,14 @@ def calibrate(
     ],
     opts: Common,
     tools: Annotated[str, typer.Option("--tools", "-t", help="Tools to fit (comma-separated).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The overlay YAML to write.")] = Path(
-        "calibration.yaml"
-    ),
+    overlay: Annotated[
+        Path,
+        typer.Option(
+            "--overlay", help="The calibration overlay YAML to write (read by --calibration)."
+        ),
+    ] = Path("calibration.yaml"),
+    old_out: Annotated[Path | None, deprecated_option("--overlay", "--out", "-o")] = None,
+    force: Force = False,
     layout: Layout = None,
     mos_range: Annotated[
         str | None,
@@ -331,10 +355,12 @@ def calibrate(
 ) -> None:
     """Fit each tool's five-parameter logistic to MOS and write an overlay for --calibration."""
     # start-up time: as in _bench
-    from agentiqa_cli.bench.calibrate import write_overlay
-    from agentiqa_cli.bench.datasets import load_dataset
-    from agentiqa_cli.bench.runs import run_calibrate
+    from agentiqa_cli.bench import calibrate, datasets, runs
 
+    old = old_out
+    if old is not None:
+        deprecated("calibrate -o/--out", "--overlay")
+        overlay = old
     rng: tuple[float, float] | None = None
     if mos_range:
         try:
@@ -343,19 +369,20 @@ def calibrate(
         except ValueError:
             raise ConfigError(f"--mos-range must be LO,HI, got {mos_range!r}") from None
     settings = opts.settings()
-    data = load_dataset(dataset, layout, limit=limit, sample=sample, seed=seed)
+    data = datasets.load_dataset(dataset, layout, limit=limit, sample=sample, seed=seed)
     overlay_in = [settings.calibration] if settings.calibration else []
-    check_overlay_out(out, [*_inputs(data.source, data.items), *overlay_in])
+    check_overlay_out(overlay, [*_inputs(data.source, data.items), *overlay_in], force,
+                      "--overlay" if old is None else "--out")  # fmt: skip
 
     async def main(b: Bench) -> list[CalibrationFit]:
         cards = b.rt.cards.resolve(tool_list(tools) or [])
         require_extras(cards)
-        return await run_calibrate(b, data, cards, rng)
+        return await runs.run_calibrate(b, data, cards, rng)
 
     fits = _bench(settings, None, len(data.items), "calibrate", main,
                   command="calibrate")  # fmt: skip
-    written = write_overlay(
-        fits, out, f"{data.name} ({data.layout}, {len(data.items)} images)", include_suspect
+    written = calibrate.write_overlay(
+        fits, overlay, f"{data.name} ({data.layout}, {len(data.items)} images)", include_suspect
     )
     t = Table(title=f"logistic fits on {data.name}", title_justify="left")
     for col in ("tool", "n", "failed", "SRCC", "PLCC", "RMSE", "note"):
@@ -366,7 +393,9 @@ def calibrate(
     ui.out.print(t)
     if written == 0:
         raise ConfigError("no usable fit; nothing written")
-    ui.out.print(f"{written} tool(s) → {out} (apply with --calibration {out})", highlight=False)
+    ui.out.print(
+        f"{written} tool(s) → {overlay} (apply with --calibration {overlay})", highlight=False
+    )
 
 
 @bench_app.command("vqpp")
@@ -380,6 +409,8 @@ def vqpp(
     ] = 384,
     limit: Limit = None,
     out_dir: OutDir = Path("eval-vqpp"),
+    old_out_dir: OldOutDir = None,
+    force: Force = False,
     generator: Annotated[
         str,
         typer.Option(
@@ -393,19 +424,37 @@ def vqpp(
     paper's levels, fixed seed); per type tool-selection accuracy, parameter score and
     false fixes on originals, for the configured backend (rules or a VLM)."""
     # start-up time: as in _bench
-    from agentiqa_cli.bench.vqpp import build, write_decisions, write_report
+    from agentiqa_cli.bench import vqpp
 
+    out_dir = _out_dir(out_dir, old_out_dir)
     settings = opts.settings()
     sources = sorted(p for p in clean_dir.iterdir() if p.is_file()) if clean_dir.is_dir() else []
     if not sources:
         raise ConfigError(f"{clean_dir}: not a folder of images")
     check_out_dir(out_dir, ("trace.jsonl", "vqpp.csv", "decisions.jsonl"), sources,
-                  input_dir=clean_dir)  # fmt: skip
-    items = build(clean_dir, out_dir / "images", seed=seed, size=size, limit=limit,
-                  generator=generator, query=settings.query)  # fmt: skip
-    rows, chosen, found = asyncio.run(_vqpp_decide(settings, items, out_dir))
-    write_report(rows, out_dir / "vqpp.csv")
-    write_decisions(items, chosen, found, out_dir / "decisions.jsonl")
+                  input_dir=clean_dir, force=force)  # fmt: skip
+    items = vqpp.build(clean_dir, out_dir / "images", seed=seed, size=size, limit=limit,
+                       generator=generator, query=settings.query)  # fmt: skip
+    reporter = ui.Reporter(len(items), "eval-bench vqpp")
+
+    async def decide(rt: Runtime) -> tuple[dict[str, list[Operation] | None], dict[str, list[str]]]:
+        note_backend(rt)
+        asker = await rt.asker()
+        say_notes(rt)
+        tracer = TraceWriter(out_dir / "trace.jsonl", header=rt.header("eval-bench vqpp"))
+        try:
+            with reporter.running():
+                return await vqpp.decide_all(
+                    rt, asker, items, out_dir / "images", tracer,
+                    lambda r: reporter.advance(r.image, r.status),
+                )  # fmt: skip
+        finally:
+            tracer.close()
+
+    chosen, found = asyncio.run(with_runtime(settings, decide))
+    rows = vqpp.report(items, chosen, found)
+    vqpp.write_report(rows, out_dir / "vqpp.csv")
+    vqpp.write_decisions(items, chosen, found, out_dir / "decisions.jsonl")
     t = Table(
         title=f"V-QPP ({generator} generator) on {clean_dir}: {len(items)} images, "
         f"backend {settings.vlm}",
@@ -418,26 +467,3 @@ def vqpp(
                   _fmt(r.false_fix), _fmt(r.false_finding))  # fmt: skip
     ui.out.print(t)
     ui.out.print(f"→ {out_dir / 'vqpp.csv'}, {out_dir / 'decisions.jsonl'}", highlight=False)
-
-
-async def _vqpp_decide(
-    settings: Settings, items: list[VqppItem], out_dir: Path
-) -> tuple[list[VqppRow], dict[str, list[Operation] | None], dict[str, list[str]]]:
-    # start-up time: as in _bench
-    from agentiqa_cli.bench.vqpp import decide_all, report
-
-    reporter = ui.Reporter(len(items), "eval-bench vqpp")
-    async with build_runtime(settings) as rt:
-        note_backend(rt)
-        asker = await rt.asker()
-        say_notes(rt)
-        tracer = TraceWriter(out_dir / "trace.jsonl", header=rt.header("eval-bench vqpp"))
-        try:
-            with reporter.running():
-                chosen, found = await decide_all(
-                    rt, asker, items, out_dir / "images", tracer,
-                    lambda r: reporter.advance(r.image, r.status),
-                )  # fmt: skip
-        finally:
-            tracer.close()
-    return report(items, chosen, found), chosen, found

@@ -11,8 +11,15 @@ from rich.table import Table
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app
-from agentiqa_cli.cli.options import EXIT_CODES_HELP, Common, shared, tool_list
-from agentiqa_cli.cli.run import note_backend, say_notes
+from agentiqa_cli.cli.options import (
+    EXIT_CODES_HELP,
+    Common,
+    FusionOpt,
+    LearnedToolsOpt,
+    shared,
+    tool_list,
+)
+from agentiqa_cli.cli.run import note_backend, say_notes, with_runtime
 from agentiqa_cli.config import DEFAULT_QUERY
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.evaluate.tiers import (
@@ -26,7 +33,7 @@ from agentiqa_cli.gate import EXIT_GATE, EXIT_INPUT, EXIT_OK
 from agentiqa_cli.io.guard import check_gen_dir, trace_path_for
 from agentiqa_cli.records import EVAL_N_MIN as N_MIN
 from agentiqa_cli.records import Result
-from agentiqa_cli.wiring import build_runtime
+from agentiqa_cli.runtime import Runtime
 
 if TYPE_CHECKING:  # the evaluation (and the agent under it) is imported when the command runs
     from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
@@ -57,7 +64,7 @@ def evaluate(
             "--query", "-Q", help="What to judge the collection on (default: overall quality)."
         ),
     ] = None,
-    generator: Annotated[
+    command: Annotated[
         str | None,
         typer.Option(
             "--generator",
@@ -100,23 +107,13 @@ def evaluate(
         str | None,
         typer.Option("--tools", "-t", help="The agent's default tools (default: the offline set)."),
     ] = None,
-    fusion: Annotated[
-        str | None,
-        typer.Option(
-            "--fusion", help="How tools' scores fuse into the agent's q̄: min (default) | mean."
-        ),
-    ] = None,
-    learned_tools: Annotated[
-        bool | None,
-        typer.Option("--learned-tools/--no-learned-tools", help="Allow tools that need weights."),
-    ] = None,
+    fusion: FusionOpt = None,
+    learned_tools: LearnedToolsOpt = None,
 ) -> None:
     """A verdict in five tiers on a whole folder, or a generator, from a few samples per round:
     plan a sub-aspect, sample (half random, half the hardest), assess, look, repeat."""
     # start-up time: the evaluation loop loads with the command that runs it
-    from agentiqa_cli.evaluate.draws import Folder, GeneratorSource
-    from agentiqa_cli.evaluate.generator import Generator
-    from agentiqa_cli.evaluate.loop import EVAL_COLUMNS, EvalConfig, Evaluation, Hooks
+    from agentiqa_cli.evaluate import draws, generator, loop
 
     settings = opts.settings(
         query=query or DEFAULT_QUERY,
@@ -124,15 +121,15 @@ def evaluate(
         fusion=fusion,
         learned_tools=learned_tools,
     )
-    if bool(generator) == bool(source):
+    if bool(command) == bool(source):
         raise ConfigError("give either SOURCE (folders, files, globs) or --generator, not both")
     density = tiers is not None and str(tiers) == "density" and not tiers.exists()
-    if density and generator:
+    if density and command:
         raise ConfigError("--tiers density needs a folder (its images' scores give the density)")
     cuts = tiers_from_reference(tiers) if tiers is not None and not density else Tiers()
     gate_tier = parse_tier(fail_under_tier) if fail_under_tier else None
-    config = EvalConfig(settings.query, max_rounds, max_samples, seed, cuts, density=density)
-    gen = Generator.parse(generator, generator_timeout) if generator else None
+    config = loop.EvalConfig(settings.query, max_rounds, max_samples, seed, cuts, density=density)
+    gen = generator.Generator.parse(command, generator_timeout) if command else None
     opts.outputs()  # --format and -o - against the flags they exclude; -o -'s --trace
     if gen is not None and gen_dir is None and opts.to_stdout:
         raise ConfigError("--generator with -o - needs --gen-dir (where the images go)")
@@ -156,33 +153,32 @@ def evaluate(
             f"({how}){asked}",
         )
 
-    hooks = Hooks(
+    hooks = loop.Hooks(
         on_round=on_round,
         on_result=lambda r: reporter.advance(r.image, r.status, _detail(r)),
         on_note=ui.note,
     )
 
-    async def main() -> tuple[Evaluation, Verdict]:
-        async with build_runtime(settings) as rt:
-            note_backend(rt)
-            if gen is not None:
-                src: Folder | GeneratorSource = GeneratorSource(gen, gen_dir)
-            else:
-                src = Folder(rt.jobs(source or [], None, opts.outputs()))
-            rt.check_agent_setup()
-            await rt.connect()  # a wrong model is exit 2 here, before any output
-            say_notes(rt)
-            ev = Evaluation(rt, config, src, hooks)
-            with rt.outputs(opts.out, opts.trace, opts.resume, "evaluate",
-                            extra_columns=EVAL_COLUMNS, extra=ev.cells_of, force=opts.force,
-                            stream=opts.stream) as (writer, tracer), reporter.running():  # fmt: skip
-                if opts.resume:
-                    done = ev.resume(trace_path_for(opts.out, opts.trace), opts.out)
-                    ui.note(f"resuming after {done} round(s) drawn")
-                verdict = await ev.run(writer, tracer)
-            return ev, verdict
+    async def main(rt: Runtime) -> tuple[Evaluation, Verdict]:
+        note_backend(rt)
+        if gen is not None:
+            src: Folder | GeneratorSource = draws.GeneratorSource(gen, gen_dir)
+        else:
+            src = draws.Folder(rt.jobs(source or [], None, opts.outputs()))
+        rt.check_agent_setup()
+        await rt.connect()  # a wrong model is exit 2 here, before any output
+        say_notes(rt)
+        ev = loop.Evaluation(rt, config, src, hooks)
+        with rt.outputs(opts.out, opts.trace, opts.resume, "evaluate",
+                        extra_columns=loop.EVAL_COLUMNS, extra=ev.cells_of, force=opts.force,
+                        stream=opts.stream) as (writer, tracer), reporter.running():  # fmt: skip
+            if opts.resume:
+                done = ev.resume(trace_path_for(opts.out, opts.trace), opts.out)
+                ui.note(f"resuming after {done} round(s) drawn")
+            verdict = await ev.run(writer, tracer)
+        return ev, verdict
 
-    ev, verdict = asyncio.run(main())
+    ev, verdict = asyncio.run(with_runtime(settings, main))
     failed_planner = ev.stop is not None and ev.stop.failed
     gate = _gate(verdict, gate_tier, cuts, opts.fail_under, opts.fail_mean_under)
     code = EXIT_INPUT if (verdict.errors or failed_planner) else EXIT_GATE if gate else EXIT_OK

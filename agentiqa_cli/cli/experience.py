@@ -2,24 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from agentiqa_cli.batch import BatchSummary, Process
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import experience_app
-from agentiqa_cli.cli.options import EXIT_CODES_HELP, Common, JsonOut, shared, tool_list
+from agentiqa_cli.cli.options import (
+    EXIT_CODES_HELP,
+    Common,
+    Force,
+    JsonOut,
+    Recursive,
+    shared,
+    tool_list,
+)
+from agentiqa_cli.cli.run import with_runtime
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.experience.pool import Pool, read_pool
 from agentiqa_cli.gate import EXIT_INPUT
+from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import CATEGORIES, Mode
-from agentiqa_cli.wiring import build_runtime
+from agentiqa_cli.runtime import Runtime
 
 
 @experience_app.command(epilog=EXIT_CODES_HELP)
-@shared("setup")
+@shared("setup", "run")
 def build(
     data: Annotated[
         Path,
@@ -52,9 +65,8 @@ def build(
         int, typer.Option("--size", min=64, help="Long side the images are resized to.")
     ] = 384,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic distortions.")] = 0,
-    recursive: Annotated[
-        bool, typer.Option("--recursive", "-R", help="Descend into sub-folders.")
-    ] = False,
+    recursive: Recursive = False,
+    force: Force = False,
     layout: Annotated[
         str | None,
         typer.Option(
@@ -84,27 +96,37 @@ def build(
     unknown = [c for c in cats if c not in CATEGORIES]
     if unknown:
         raise ConfigError(f"unknown categories {unknown}; known: {', '.join(CATEGORIES)}")
-    settings = opts.settings()
-    rt = build_runtime(settings)
-    images = [0]
+    settings = opts.settings(recursive=recursive or None)
     skipped: list[str] = []
+    measured = [0]
 
     def progress(name: str, status: str) -> None:
         if status != "ok":  # an input that failed: an error, said even with -q
             ui.fail(f"{name}: {status} (skipped)")
             skipped.append(name)
         else:
-            images[0] += 1
-            ui.note(f"measured {name} ({images[0]})")
+            measured[0] += 1
+            ui.note(f"measured {name} ({measured[0]})")
 
     notes: list[str] = []
-    pool = build_pool(
-        data, out, cards=rt.cards, runner=rt.runner, modes=modes, tools=tool_list(tools),
-        learned_tools=settings.learned_tools, categories=cats, size=size, seed=seed,
-        calibration=rt.calibration_digest(), recursive=recursive,
-        max_pixels=settings.max_pixels, layout=layout, on_image=progress, notes=notes,
-        coupled=coupled,
-    )  # fmt: skip
+
+    async def main(rt: Runtime) -> Pool:
+        async def run(jobs: list[Job], process: Process) -> BatchSummary:
+            """The folder's images through the one batch path (decoding, limits, errors)."""
+            return await rt.run(
+                jobs, process, command="experience build", trace=TraceWriter(None),
+                on_result=lambda r: progress(r.image, r.error if r.status == "error" else "ok"),
+            )  # fmt: skip
+
+        return await build_pool(
+            data, out, cards=rt.cards, runner=rt.runner, run=run, modes=modes,
+            tools=tool_list(tools), learned_tools=settings.learned_tools, categories=cats,
+            size=size, seed=seed, calibration=rt.calibration_digest(),
+            recursive=settings.recursive, max_pixels=settings.max_pixels, layout=layout,
+            on_image=progress, notes=notes, coupled=coupled, force=force,
+        )  # fmt: skip
+
+    pool = asyncio.run(with_runtime(settings, main))
     for n in notes:
         ui.note(n)
     _show(pool, json_out)

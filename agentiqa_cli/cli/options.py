@@ -104,6 +104,39 @@ EngineOpt = Annotated[
 Device = Annotated[
     str | None, typer.Option("--device", help="auto | cpu | cuda[:N] for the tools.")
 ]
+LearnedToolsOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--learned-tools/--no-learned-tools",
+        help="Offer the agent every tool that needs downloaded weights (missing ones are "
+        "downloaded), or none. Default: those whose weights are cached (tools list).",
+    ),
+]
+Recursive = Annotated[bool, typer.Option("--recursive", "-R", help="Descend into sub-folders.")]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace an existing output file that is not one of ours (results CSV, trace, "
+        "overlay, pool). Inputs are never overwritten.",
+    ),
+]
+
+
+def out_dir_option(help: str) -> Any:
+    """``--out-dir``: always a folder (``-o``/``--out`` is always the results file)."""
+    return typer.Option("--out-dir", help=help)
+
+
+def deprecated_option(new: str, *old: str) -> Any:
+    """Old spellings (``old``) of ``new`` kept for one release: hidden from --help, warned
+    about when used (``deprecated``); docs/commands.md lists them."""
+    return typer.Option(*old, hidden=True, help=f"Deprecated: use {new}.")
+
+
+def deprecated(old: str, new: str) -> None:
+    """The one-line note an old spelling gets on stderr."""
+    ui.warn(f"{old} is deprecated, use {new}")
 
 
 def tool_list(text: str | None) -> list[str] | None:
@@ -140,6 +173,12 @@ class Common:
     fail_mean_under: float | None = None
     json_out: bool = False
     fmt: str = "table"
+    given: frozenset[str] = frozenset()  # the shared options given on the command line
+
+    def explicit(self, name: str) -> bool:
+        """Whether option ``name`` was given (on the command line or by its env variable),
+        not left at its default."""
+        return name in self.given
 
     @property
     def to_stdout(self) -> bool:
@@ -330,21 +369,8 @@ _OUTPUT = {
         ],
         False,
     ),
-    "force": (
-        Annotated[
-            bool,
-            typer.Option(
-                "--force",
-                help="Replace an existing --out/--trace that is not one of ours. Inputs are "
-                "never overwritten.",
-            ),
-        ],
-        False,
-    ),
-    "recursive": (
-        Annotated[bool, typer.Option("--recursive", "-R", help="Descend into sub-folders.")],
-        False,
-    ),
+    "force": (Force, False),
+    "recursive": (Recursive, False),
 }
 
 
@@ -400,6 +426,12 @@ GROUPS: dict[str, dict[str, tuple[Any, Any]]] = {
 }
 
 F = TypeVar("F", bound=Callable[..., None])
+_CTX = "shared_ctx"
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
 def shared(*groups: str) -> Callable[[F], F]:
@@ -413,10 +445,17 @@ def shared(*groups: str) -> Callable[[F], F]:
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
             for name, (ann, default) in declared.items()
         ]
+        # the click context: which options were given (a default and the same value typed
+        # out differ where a command reads an old spelling)
+        extra.append(
+            inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+        )
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> None:
-            opts = Common(**{name: kwargs.pop(name) for name in declared})
+            ctx: typer.Context = kwargs.pop(_CTX)
+            given = frozenset(n for n in declared if _given(ctx, n))
+            opts = Common(**{name: kwargs.pop(name) for name in declared}, given=given)
             ui.set_quiet(opts.quiet)
             fn(opts=opts, **kwargs)
 

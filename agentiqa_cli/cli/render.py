@@ -26,6 +26,7 @@ from rich.progress import (
 from rich.table import Table
 
 from agentiqa_cli.records import Result
+from agentiqa_cli.tools.runner import quiet_builds
 
 # Piped or redirected, a table is as wide as its content: at 80 columns rich would fold
 # file names and tool names mid-word, which neither a reader nor grep can use.
@@ -138,9 +139,6 @@ def _quiet_third_parties(on: bool) -> None:
     while it builds a metric; turned back on as they were when ``-q`` is off."""
     if on == bool(_SAVED_FILTERS):
         return  # already so
-    # start-up time: the runner loads numpy and the detectors, which report or plan never need
-    from agentiqa_cli.tools.runner import quiet_builds
-
     if on:
         saved = warnings.catch_warnings()
         saved.__enter__()  # remembers the filters; __exit__ puts them back

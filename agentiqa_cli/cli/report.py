@@ -10,7 +10,13 @@ from rich.table import Table
 
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.app import app
-from agentiqa_cli.cli.options import EXIT_CODES_HELP, Quiet
+from agentiqa_cli.cli.options import (
+    EXIT_CODES_HELP,
+    JsonOut,
+    Quiet,
+    deprecated,
+    deprecated_option,
+)
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import EXIT_INPUT, EXIT_OK
 from agentiqa_cli.imaging.load import missing
@@ -37,14 +43,13 @@ def default_html(csv: Path) -> Path:
 def make_report(csv: Path, html: Path, top: int) -> Report:
     """Measure, build and write the page; the CLI's one path for `report` and `--report`."""
     # start-up time: the report's templates load jinja2
-    from agentiqa_cli.report import build_report, render_html
-    from agentiqa_cli.report.rows import read_rows
+    from agentiqa_cli.report import build_report, render_html, rows
 
-    rows = read_rows(csv)
-    reporter = ui.Reporter(len(rows), "report")
+    found = rows.read_rows(csv)
+    reporter = ui.Reporter(len(found), "report")
     with reporter.running():
         report = build_report(
-            csv, rows=rows, top=top, on_image=lambda n: reporter.advance(n, "read")
+            csv, rows=found, top=top, on_image=lambda n: reporter.advance(n, "read")
         )
     try:
         html.parent.mkdir(parents=True, exist_ok=True)
@@ -79,16 +84,17 @@ def report(
         Path,
         typer.Argument(help="A results CSV written by `score` or `assess`.", show_default=False),
     ],
-    html: Annotated[
+    out: Annotated[
         Path | None,
-        typer.Option("--html", help="Where to write the HTML page. Default: RESULTS.report.html."),
+        typer.Option(
+            "--out", "-o", help="Where to write the HTML page. Default: RESULTS.report.html."
+        ),
     ] = None,
+    html: Annotated[Path | None, deprecated_option("--out", "--html")] = None,
     top: Annotated[
         int, typer.Option("--top", min=1, max=100, help="Worst images shown per issue.")
     ] = 6,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the report as JSON instead of the table.")
-    ] = False,
+    json_out: JsonOut = False,
     fmt: Annotated[
         str,
         typer.Option(
@@ -112,8 +118,14 @@ def report(
     if not csv.is_file():
         why = "a folder, not a results CSV" if csv.is_dir() else missing(csv)
         raise ConfigError(f"{csv}: {why}")
-    target = html or default_html(csv)
-    check_report_page(target, csv)  # never the CSV, an image or another file: exit 2
+    if html is not None:
+        if out is not None:
+            raise ConfigError("--html and --out both name the page: give --out")
+        deprecated("--html", "--out")
+    target = out or html or default_html(csv)
+    check_report_page(
+        target, csv, "--html" if html is not None else "--out"
+    )  # never the CSV, an image or another file: exit 2
     result = make_report(csv, target, top)
     if json_out or fmt == "json":
         ui.print_json({**result.model_dump(mode="json", exclude=_THUMBS), "html": str(target)})

@@ -6,7 +6,7 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated, TypeVar, cast
 
 import typer
 
@@ -20,6 +20,7 @@ from agentiqa_cli.cli.options import (
     EvolveOpt,
     ExperienceOpt,
     FusionOpt,
+    LearnedToolsOpt,
     Paths,
     Ref,
     shared,
@@ -30,7 +31,7 @@ from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
 from agentiqa_cli.imaging.discover import Job
-from agentiqa_cli.io.trace import NO_TRACE
+from agentiqa_cli.io.trace import NO_TRACE, TraceWriter
 from agentiqa_cli.records import Result, Usage
 from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.wiring import build_runtime
@@ -71,14 +72,16 @@ def score(
         return await run_images(rt, opts, "score", jobs, rt.scorer(cards), label, names,
                                 remote=functools.partial(scorer_of, tuple(names)))  # fmt: skip
 
-    summary = asyncio.run(_with_runtime(settings, main))
+    summary = asyncio.run(with_runtime(settings, main))
     report_after_run(opts.out, report)
     finish(summary, opts, "agentiqa score")
 
 
-async def _with_runtime(
-    settings: Settings, main: Callable[[Runtime], Awaitable[BatchSummary]]
-) -> BatchSummary:
+T = TypeVar("T")
+
+
+async def with_runtime(settings: Settings, main: Callable[[Runtime], Awaitable[T]]) -> T:
+    """Every command's Runtime: built from its settings, closed when ``main`` returns."""
     async with build_runtime(settings) as rt:
         return await main(rt)
 
@@ -94,10 +97,22 @@ async def run_images(
     extra_columns: list[str] | None = None,
     extra: Callable[[Result], Mapping[str, str]] | None = None,
     remote: Callable[[Runtime], Awaitable[Process]] | None = None,
+    detail: Callable[[Result], str] | None = None,
+    write: bool = True,
 ) -> BatchSummary:
-    """The batch behind `score` and `assess`: outputs opened, progress shown, rows written.
-    ``remote`` rebuilds ``process`` in another process (``--engine ray``'s workers)."""
+    """The batch behind `score`, `assess` and `fix`: outputs opened, progress shown, rows
+    written. ``remote`` rebuilds ``process`` in another process (``--engine ray``'s
+    workers); ``detail`` is the progress line's text per row; ``write`` False: no results
+    file or trace (`fix --check`)."""
+    shown = detail or _detail
     reporter = ui.Reporter(len(jobs), label, live=not ui.rows_to_terminal(opts.stream is not None))
+    if not write:
+        with reporter.running():
+            return await rt.run(
+                jobs, process, command=command, trace=TraceWriter(None),
+                on_result=lambda r: reporter.advance(r.image, r.status, shown(r)),
+                on_skip=lambda j: reporter.advance(j.name, "skipped"),
+            )  # fmt: skip
     with (
         rt.outputs(
             opts.out,
@@ -119,7 +134,7 @@ async def run_images(
             trace=tracer,
             remote=remote,
             writer=writer,
-            on_result=lambda r: reporter.advance(r.image, r.status, _detail(r)),
+            on_result=lambda r: reporter.advance(r.image, r.status, shown(r)),
             on_skip=lambda j: reporter.advance(j.name, "skipped"),
         )
 
@@ -262,14 +277,7 @@ def assess(
             help="Tools to run when nothing specific is detected (default: the offline set).",
         ),
     ] = None,
-    learned_tools: Annotated[
-        bool | None,
-        typer.Option(
-            "--learned-tools/--no-learned-tools",
-            help="Offer the agent every tool that needs downloaded weights (missing ones are "
-            "downloaded), or none. Default: those whose weights are cached (tools list).",
-        ),
-    ] = None,
+    learned_tools: LearnedToolsOpt = None,
     fusion: FusionOpt = None,
     fix: Annotated[
         str,
@@ -321,6 +329,6 @@ def assess(
             extra=fix_cells, remote=functools.partial(fixing_agent_of, fix),
         )  # fmt: skip
 
-    summary = asyncio.run(_with_runtime(settings, main))
+    summary = asyncio.run(with_runtime(settings, main))
     report_after_run(opts.out, report)
     finish(summary, opts, "agentiqa assess")

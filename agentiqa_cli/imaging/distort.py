@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image, features
 from scipy import ndimage, signal
+from skimage.draw import line_aa
 
 from agentiqa_cli.errors import ConfigError
 
@@ -79,9 +80,6 @@ def blur(x: Array, level: int, rng: np.random.Generator) -> Array:
 
 
 def motion_blur(x: Array, level: int, rng: np.random.Generator) -> Array:
-    # start-up time: scikit-image loads only for motion blur
-    from skimage.draw import line_aa
-
     length = int(_param("motion_blur", level))
     angle = rng.uniform(0.0, np.pi)
     r = length // 2

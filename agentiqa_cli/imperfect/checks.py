@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import ndimage
 
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.imperfect.records import (
@@ -224,8 +225,6 @@ def step_mask(x: Array) -> NDArray[np.bool_]:
 
 def _longest_runs(mask: NDArray[np.bool_], gap: int) -> NDArray[np.int_]:
     """Per column of ``mask``, its longest run of True, gaps up to ``gap`` closed."""
-    from scipy import ndimage
-
     m = ndimage.binary_closing(mask, structure=np.ones((2 * gap + 1, 1), dtype=bool))
     m |= mask  # closing never removes, but keep the edges' pixels
     best = np.zeros(m.shape[1], dtype=np.int_)
@@ -347,8 +346,6 @@ def overlay(x: Array) -> Imperfection | None:
 def bezel(x: Array) -> tuple[int, int, int, int] | None:
     """A screen's dark frame: a near-black connected region whose bounding box is dark
     along all four sides (a frame) but not inside; returns the screen inside it (pixels)."""
-    from scipy import ndimage
-
     h, w = x.shape[:2]
     dark = luma(x) < BEZEL_DARK
     lab, n = ndimage.label(dark)
@@ -410,8 +407,6 @@ def moire(x: Array) -> Imperfection | None:
         return None
     iy, ix = np.unravel_index(np.argmax(np.where(band, mag, 0)), mag.shape)
     # where the peak frequency lives: demodulate and smooth its local amplitude
-    from scipy import ndimage
-
     yy, xx = np.mgrid[0:h, 0:w]
     carrier = np.exp(-2j * np.pi * (fx[0, ix] * xx + fy[iy, 0] * yy))
     amp = np.abs(
@@ -466,8 +461,6 @@ def edge_steepness(x: Array) -> float | None:
     high-contrast pixels (a 9×9 range ≥ 0.08) with the largest one-pixel step, of step /
     range. About 0.4-0.7 for sharp photos; a Gaussian blur of sigma s spreads an edge so
     the ratio falls near 0.4/s (0.23 at OpenCV's k = 9). None without enough edges."""
-    from scipy import ndimage
-
     g = luma(x)
     step = np.zeros_like(g)
     step[:, 1:] = np.abs(np.diff(g, axis=1))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
+from skimage.restoration import denoise_nl_means, estimate_sigma, richardson_lucy
 
 from agentiqa_cli.imaging.load import MIN_SIDE
 from agentiqa_cli.imperfect.records import (
@@ -58,9 +59,6 @@ def lum(x: Array, factor: float) -> Array:
 
 
 def deblur(x: Array) -> Array:
-    # start-up time: scikit-image loads only when this fix runs
-    from skimage.restoration import richardson_lucy
-
     psf = _psf()
     pad = PSF_SIZE
     out = np.empty_like(x)
@@ -75,9 +73,6 @@ def deblur(x: Array) -> Array:
 
 def denoise(x: Array) -> Array:
     """Non-local means with the noise level estimated from the image (fast mode)."""
-    # start-up time: as in deblur
-    from skimage.restoration import denoise_nl_means, estimate_sigma
-
     sigma = float(np.mean(estimate_sigma(x, channel_axis=-1)))  # type: ignore[no-untyped-call]
     out = denoise_nl_means(
         x, h=0.8 * sigma, sigma=sigma, patch_size=5, patch_distance=6,

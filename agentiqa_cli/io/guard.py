@@ -264,7 +264,11 @@ def _not_inputs(outputs: Iterable[Path], inputs: Iterable[Path], what: str) -> N
 
 
 def check_out_dir(
-    out_dir: Path, files: Sequence[str], inputs: Iterable[Path], input_dir: Path | None = None
+    out_dir: Path,
+    files: Sequence[str],
+    inputs: Iterable[Path],
+    input_dir: Path | None = None,
+    force: bool = False,
 ) -> None:
     """``eval-bench``'s ``--out-dir``, before any work: a folder (or one that can be made);
     its ``trace.jsonl`` one of ours or empty; each file it gets a regular, writable file
@@ -274,7 +278,7 @@ def check_out_dir(
         raise ConfigError(f"{shown}: not a folder")
     for name in files:
         if name == "trace.jsonl":
-            check_file(out_dir / name, "--out-dir", is_trace_file, "an agentiqa trace", None)
+            check_file(out_dir / name, "--out-dir", is_trace_file, "an agentiqa trace", force)
         else:
             _check_writable(out_dir / name, "--out-dir")
     images = Path(os.path.realpath(out_dir / "images"))
@@ -286,15 +290,19 @@ def check_out_dir(
     _not_inputs((out_dir / n for n in files), inputs, "--out-dir")
 
 
-def check_overlay_out(out: Path, inputs: Iterable[Path]) -> None:
-    """``calibrate --out``: writable, one of ours (an overlay) or empty, not an input."""
-    check_file(out, "--out", is_overlay_file, "a calibration overlay", force=None)
-    _not_inputs([out], inputs, "--out")
+def check_overlay_out(
+    out: Path, inputs: Iterable[Path], force: bool = False, what: str = "--overlay"
+) -> None:
+    """``calibrate --overlay``: writable, one of ours (an overlay) or empty unless
+    ``force``, not an input."""
+    check_file(out, what, is_overlay_file, "a calibration overlay", force)
+    _not_inputs([out], inputs, what)
 
 
-def check_pool_out(out: Path, inputs: Iterable[Path]) -> None:
-    """``experience build --out``: writable, a pool of ours or empty, not an input."""
-    check_file(out, "--out", is_pool_file, "an experience pool", force=None)
+def check_pool_out(out: Path, inputs: Iterable[Path], force: bool = False) -> None:
+    """``experience build --out``: writable, a pool of ours or empty unless ``force``, not
+    an input."""
+    check_file(out, "--out", is_pool_file, "an experience pool", force)
     _not_inputs([out], inputs, "--out")
 
 
@@ -361,12 +369,12 @@ def check_gen_dir(gen_dir: Path, csv_path: Path, resume: bool, force: bool) -> N
         )
 
 
-def check_report_page(html: Path, csv: Path) -> None:
+def check_report_page(html: Path, csv: Path, what: str = "--out") -> None:
     """``agentiqa report``'s page: never the CSV it reads, never a file that is not a page
-    of ours (an image listed in the CSV, say)."""
+    of ours (an image listed in the CSV, say: so no ``--force``)."""
     if _same(html, csv):
-        raise ConfigError(f"--html {display_path(html)} is the results CSV it reports on")
-    check_file(html, "--html", is_report_file, "an agentiqa report", force=None)
+        raise ConfigError(f"{what} {display_path(html)} is the results CSV it reports on")
+    check_file(html, what, is_report_file, "an agentiqa report", force=None)
 
 
 @dataclass(frozen=True)

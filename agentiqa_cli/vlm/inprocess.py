@@ -158,18 +158,17 @@ class InProcessVLM:
 
     def _run(self, requests: list[VLMRequest]) -> list[VLMReply | VLMError]:
         # optional extra: vllm, as in _load
-        from vllm import SamplingParams
-        from vllm.sampling_params import StructuredOutputsParams
+        import vllm
 
         params = []
         for r in requests:
             structured = None
             if r.choices:
-                structured = StructuredOutputsParams(choice=list(r.choices))
+                structured = vllm.sampling_params.StructuredOutputsParams(choice=list(r.choices))
             elif r.json_schema is not None:
-                structured = StructuredOutputsParams(json=r.json_schema)
+                structured = vllm.sampling_params.StructuredOutputsParams(json=r.json_schema)
             params.append(
-                SamplingParams(
+                vllm.SamplingParams(
                     temperature=r.temperature,
                     max_tokens=r.max_tokens,
                     logprobs=r.top_logprobs or None,
