@@ -194,15 +194,25 @@ class BatchSummary:
 Process = Callable[[Pair], Awaitable[Result]]
 
 # An image in flight costs its decoded float32 RGB (12 bytes a pixel) several times over:
-# the tools' working copies, crops, a resized view for the VLM.
+# the tools' working copies, crops, a resized view for the VLM. Measured with /usr/bin/time
+# on 100 MP images, one at a time: `score` with its default no-reference tools ~18 bytes a
+# pixel at most (a 16-bit or transparent PNG), `assess` (rules) ~26.
 BYTES_PER_PIXEL_IN_FLIGHT = 48
+# An image with a reference: the default full-reference tools work on float64 planes of
+# both (SSIM's five local moments, the detail pyramid): measured on a 10 MP pair, `score
+# --ref` peaks at ~155 bytes per pixel of the image (ssim alone), ~78 per pixel of each.
+BYTES_PER_PIXEL_WITH_REFERENCE = 80
 MEMORY_BUDGET = 2 * 1024**3  # bytes of images in flight; an image over it runs alone
 
 
 def job_bytes(job: Job, max_pixels: int) -> int:
     """What decoding and processing ``job`` costs in memory, from the image headers (0 when
-    a header cannot be read: decoding will give the error row)."""
+    a header cannot be read: decoding will give the error row). A pair (image and
+    reference) costs more a pixel: full-reference tools hold float64 planes of both."""
     total = 0
+    per_pixel = (
+        BYTES_PER_PIXEL_IN_FLIGHT if job.reference is None else BYTES_PER_PIXEL_WITH_REFERENCE
+    )
     for path in (job.image, job.reference):
         if path is None:
             continue
@@ -211,7 +221,7 @@ def job_bytes(job: Job, max_pixels: int) -> int:
                 w, h = im.size
         except Exception:
             continue
-        total += min(w * h, max_pixels) * BYTES_PER_PIXEL_IN_FLIGHT
+        total += min(w * h, max_pixels) * per_pixel
     return total
 
 

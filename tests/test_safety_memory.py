@@ -66,7 +66,9 @@ def test_the_cost_comes_from_the_headers(tmp_path: Path) -> None:
         == 400 * 300 * batch.BYTES_PER_PIXEL_IN_FLIGHT
     )
     both = job_bytes(Job(image=img, root=tmp_path, reference=ref), 10**8)
-    assert both == (400 * 300 + 30 * 20) * batch.BYTES_PER_PIXEL_IN_FLIGHT
+    # a pair costs more a pixel: the full-reference tools hold float64 planes of both
+    assert both == (400 * 300 + 30 * 20) * batch.BYTES_PER_PIXEL_WITH_REFERENCE
+    assert batch.BYTES_PER_PIXEL_WITH_REFERENCE > batch.BYTES_PER_PIXEL_IN_FLIGHT
     (tmp_path / "bad.png").write_bytes(b"nope")
     assert job_bytes(Job(image=tmp_path / "bad.png", root=tmp_path), 10**8) == 0
 
