@@ -150,10 +150,10 @@ def test_without_flock_the_file_is_locked_by_a_lock_file_named_by_its_identity(
 
     from agentiqa_cli.io import results
 
-    def no_flock(fd: int, op: int) -> None:
+    def no_flock(fd: int, blocking: bool = True) -> bool:
         raise OSError(errno.ENOLCK, "No locks available")  # as on some network file systems
 
-    monkeypatch.setattr(results.fcntl, "flock", no_flock)
+    monkeypatch.setattr(results, "lock_descriptor", no_flock)
     out = tmp_path / "r.csv"
     with ResultsWriter(out, COLS) as first:
         first.write(Result(image="p0.png", key="k0", score=3.0))

@@ -39,14 +39,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import SoftFileLock, Timeout
+from filelock import SoftFileLock, Timeout, lock_descriptor
 
 from agentiqa_cli.errors import ConfigError, OutputWriteError
 from agentiqa_cli.io.read import read_bytes
 from agentiqa_cli.records import Result
-
-if sys.platform != "win32":
-    import fcntl
 
 BASE_COLUMNS = [
     "image",
@@ -226,14 +223,16 @@ class RunLock:
             if (st.st_dev, st.st_ino) in self._ids:
                 os.close(fd)
                 return
+            # flock (filelock's descriptor lock). Not on Windows: there it locks a byte of
+            # the file, which would refuse this run's own writes through its other handle
             if sys.platform != "win32":
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    raise self._busy() from None
+                    locked = lock_descriptor(fd, blocking=False)
                 except OSError:  # no flock here (a network file system): a lock file
                     pass
                 else:
+                    if not locked:
+                        raise self._busy()
                     self._fds.append(fd)
                     self._ids.add((st.st_dev, st.st_ino))
                     return
