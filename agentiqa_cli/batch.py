@@ -195,8 +195,9 @@ Process = Callable[[Pair], Awaitable[Result]]
 
 # An image in flight costs its decoded float32 RGB (12 bytes a pixel) several times over:
 # the tools' working copies, crops, a resized view for the VLM. Measured with /usr/bin/time
-# on 100 MP images, one at a time: `score` with its default no-reference tools ~18 bytes a
-# pixel at most (a 16-bit or transparent PNG), `assess` (rules) ~26.
+# on a folder of 100 MP images (8-bit PNG and JPEG, 16-bit grey, transparent), taking turns:
+# `score` with its default no-reference tools peaks at 2.1 GB, `assess` (rules) at 2.3 GB,
+# about 20 bytes a pixel above the process's own.
 BYTES_PER_PIXEL_IN_FLIGHT = 48
 # An image with a reference: the default full-reference tools work on float64 planes of
 # both (SSIM's five local moments, the detail pyramid): measured on a 10 MP pair, `score
