@@ -14,7 +14,7 @@ import pytest
 
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.guard import identities, image_out_refusal, whole_file, write_whole
-from agentiqa_cli.io.results import ResultsWriter, columns_for, lock_paths
+from agentiqa_cli.io.results import ResultsWriter, columns_for, lock_path
 from agentiqa_cli.records import Result
 from tests.conftest import natural_like, save_rgb
 
@@ -86,11 +86,89 @@ def test_lock_is_keyed_by_the_file_not_its_name(tmp_path: Path) -> None:
     ResultsWriter(tmp_path / "link.csv", COLS, resume=True).close(completed=False)
 
 
+def test_a_hard_link_made_to_a_new_csv_during_the_run_is_the_same_csv(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"  # does not exist when the run starts
+    with ResultsWriter(out, COLS) as first:
+        first.write(Result(image="p0.png", key="k0", score=3.0))  # the file is created now
+        os.link(out, tmp_path / "hard.csv")
+        with pytest.raises(ConfigError, match="another agentiqa run"):
+            ResultsWriter(tmp_path / "hard.csv", COLS, resume=True)
+        sub = tmp_path / "sub"
+        sub.mkdir()
+        os.link(out, sub / "elsewhere.csv")  # another folder: still the same file
+        with pytest.raises(ConfigError, match="another agentiqa run"):
+            ResultsWriter(sub / "elsewhere.csv", COLS, resume=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.csv", "r.csv", "sub"]
+    assert [p.name for p in sub.iterdir()] == ["elsewhere.csv"]
+
+
+def test_a_second_run_on_a_hard_link_to_a_running_runs_new_csv_is_refused(
+    tmp_path: Path, pics: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run A creates r.csv; after its first row, hard.csv is linked to it and run B (another
+    process) is started on the link with --resume while A waits: B must stop with exit 2."""
+    from agentiqa_cli.io import results
+
+    out, hard = tmp_path / "r.csv", tmp_path / "hard.csv"
+    second: list[subprocess.CompletedProcess[str]] = []
+    original = results.ResultsWriter.write
+
+    def write_then_start_another_run(self: ResultsWriter, result: Result) -> None:
+        original(self, result)
+        if second or self.path != out:
+            return
+        os.link(out, hard)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        args = ["score", str(pics), "-o", str(hard), "--resume", "-q", "-t", "sharpness"]
+        second.append(subprocess.run([sys.executable, "-m", "agentiqa_cli", *args], env=env,
+                                     capture_output=True, text=True, timeout=300))  # fmt: skip
+
+    monkeypatch.setattr(results.ResultsWriter, "write", write_then_start_another_run)
+    assert invoke("score", pics, "-o", out, "-q", "-t", "sharpness") == 0
+    assert second and second[0].returncode == 2, second[0].stderr if second else None
+    assert "another agentiqa run" in second[0].stderr
+    _, rows = results.read_table(out)
+    assert sorted(Path(r["image"]).name for r in rows) == ["p0.png", "p1.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "hard.csv", "r.csv", "r.trace.jsonl"]
+
+
+def test_the_file_an_upgrade_renames_into_place_is_locked_too(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, [*COLS[:-1], "key"]) as w:  # an older version's columns
+        w.write(Result(image="p0.png", key="k0", score=3.0))
+    with ResultsWriter(out, [*COLS[:-1], "extra", "key"], resume=True, optional=["extra"]) as w:
+        w.write(Result(image="p1.png", key="k1", score=3.0))  # rewritten: a new file
+        os.link(out, tmp_path / "hard.csv")
+        with pytest.raises(ConfigError, match="another agentiqa run"):
+            ResultsWriter(tmp_path / "hard.csv", COLS, resume=True)
+
+
+def test_without_flock_the_file_is_locked_by_a_lock_file_named_by_its_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from agentiqa_cli.io import results
+
+    def no_flock(fd: int, blocking: bool = True) -> bool:
+        raise OSError(errno.ENOLCK, "No locks available")  # as on some network file systems
+
+    monkeypatch.setattr(results, "lock_descriptor", no_flock)
+    out = tmp_path / "r.csv"
+    with ResultsWriter(out, COLS) as first:
+        first.write(Result(image="p0.png", key="k0", score=3.0))
+        os.link(out, tmp_path / "hard.csv")
+        assert len(list(tmp_path.glob(".agentiqa-*.lock"))) == 1
+        with pytest.raises(ConfigError, match="another agentiqa run"):
+            ResultsWriter(tmp_path / "hard.csv", COLS, resume=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.csv", "r.csv"]
+
+
 def test_lock_files_are_removed_when_the_run_ends(tmp_path: Path) -> None:
     out = tmp_path / "r.csv"
     _plain_rows(out, 1)
     w = ResultsWriter(out, COLS, resume=True)
-    held = lock_paths(out)
+    held = [lock_path(out)]
     assert all(p.exists() for p in held)
     w.close()
     assert not any(p.exists() for p in held)
@@ -109,7 +187,7 @@ def test_a_killed_runs_lock_is_taken_over(tmp_path: Path) -> None:
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     subprocess.run([sys.executable, "-c", code, str(out)], check=True, env=env, timeout=120)
-    assert any(p.exists() for p in lock_paths(out))  # left behind by the dead run
+    assert lock_path(out).exists()  # left behind by the dead run
     with ResultsWriter(out, COLS, resume=True) as w:  # its holder is gone: taken over
         assert len(w.done) == 1
 

@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
 from agentiqa_cli import batch
 from agentiqa_cli.batch import Decoder, Pair, RunSink, job_bytes, run_batch
+from agentiqa_cli.imaging import load
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.io.trace import NO_TRACE
 from agentiqa_cli.records import Result
@@ -63,6 +66,98 @@ def test_the_cost_comes_from_the_headers(tmp_path: Path) -> None:
         == 400 * 300 * batch.BYTES_PER_PIXEL_IN_FLIGHT
     )
     both = job_bytes(Job(image=img, root=tmp_path, reference=ref), 10**8)
-    assert both == (400 * 300 + 30 * 20) * batch.BYTES_PER_PIXEL_IN_FLIGHT
+    # a pair costs more a pixel: the full-reference tools hold float64 planes of both
+    assert both == (400 * 300 + 30 * 20) * batch.BYTES_PER_PIXEL_WITH_REFERENCE
+    assert batch.BYTES_PER_PIXEL_WITH_REFERENCE > batch.BYTES_PER_PIXEL_IN_FLIGHT
     (tmp_path / "bad.png").write_bytes(b"nope")
     assert job_bytes(Job(image=tmp_path / "bad.png", root=tmp_path), 10**8) == 0
+
+
+def _to_rgb_whole(im: Image.Image) -> np.ndarray:
+    """The decoder's conversion as it was before it worked in strips (whole-image copies)."""
+    mode = im.mode
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
+        a = np.asarray(im, dtype=np.float64)
+        peak = 65535.0 if mode != "I" or a.max() > 255 else 255.0
+        g = np.clip(a / peak, 0.0, 1.0).astype(np.float32)
+        return np.repeat(g[..., None], 3, axis=2)
+    if mode == "F":
+        f = np.asarray(im, dtype=np.float64)
+        lo, hi = float(np.nanmin(f)), float(np.nanmax(f))
+        gf = (f - lo) / (hi - lo) if hi > lo else np.zeros_like(f)
+        return np.repeat(gf[..., None], 3, axis=2).astype(np.float32)
+    if mode == "P":
+        im = im.convert("RGBA")
+        mode = "RGBA"
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+        rgba = im.convert("RGBA")
+        bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        im = Image.alpha_composite(bg, rgba)
+    rgb = im if im.mode == "RGB" else im.convert("RGB")
+    return np.ascontiguousarray(np.asarray(rgb, dtype=np.uint8))
+
+
+def _images_of_every_mode() -> dict[str, Image.Image]:
+    rgb = natural_like(203, 157, seed=4)
+    u8 = (rgb * 255).astype(np.uint8) if rgb.dtype != np.uint8 else rgb
+    rgba = np.dstack([u8, (np.arange(157)[None, :] * 7 % 256).repeat(203, 0).astype(np.uint8)])
+    gray16 = (u8[..., 0].astype(np.uint32) * 257 + 13).astype(np.uint16)
+    return {
+        "RGB": Image.fromarray(u8),
+        "L": Image.fromarray(u8[..., 1]),
+        "RGBA": Image.fromarray(rgba, "RGBA"),
+        "LA": Image.fromarray(rgba, "RGBA").convert("LA"),
+        "P": Image.fromarray(u8).convert("P"),
+        "PA": Image.fromarray(rgba, "RGBA").convert("PA"),
+        "I;16": Image.fromarray(gray16),
+        "I": Image.fromarray(u8[..., 2].astype(np.int32)),
+        "I-wide": Image.fromarray(gray16.astype(np.int32) * 3),
+        "F": Image.fromarray(u8[..., 0].astype(np.float32) * 0.37 - 5),
+        "F-flat": Image.fromarray(np.full((203, 157), 2.5, np.float32)),
+    }
+
+
+@pytest.mark.parametrize("strip", [1 << 20, 157 * 5 + 3])
+def test_decoding_in_strips_gives_the_same_pixels(
+    monkeypatch: pytest.MonkeyPatch, strip: int
+) -> None:
+    """Every mode decodes to exactly the values the whole-image conversion gave (the
+    detectors' readings on normal-size images depend on them), with one strip or many."""
+    monkeypatch.setattr(load, "STRIP_PIXELS", strip)
+    for name, im in _images_of_every_mode().items():
+        got, want = load._to_rgb(im), _to_rgb_whole(im)
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        assert np.array_equal(got, want), name
+
+
+def test_a_large_sixteen_bit_image_costs_its_result_and_a_strip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 16-bit conversion made three whole-image float64 copies (8 bytes a pixel each)
+    and a float32 one before its result: a 100 MP scan took several GB to decode. Now: the
+    result, the samples as decoded (twice: Pillow hands them over as bytes) and a strip."""
+    monkeypatch.setattr(load, "STRIP_PIXELS", 1 << 16)
+    side = 2000
+    gray16 = np.arange(side * side, dtype=np.uint32).reshape(side, side) % 65536
+    path = tmp_path / "g16.png"
+    Image.fromarray(gray16.astype(np.uint16)).save(path)
+    tracemalloc.start()
+    try:
+        image = load.load_image(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    result = side * side * 3 * 4
+    assert image.pixels.nbytes == result
+    assert peak < result + side * side * 4 + 4 * 8 * load.STRIP_PIXELS  # was 2x result
+
+
+def test_exif_orientation_costs_no_copy(tmp_path: Path) -> None:
+    """The decoded image is turned upright in place (a copy was made even when upright)."""
+    rgb = (natural_like(300, 200, seed=2) * 255).astype(np.uint8)
+    path = tmp_path / "o.jpg"
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotated: shown 300 wide, 200 high
+    Image.fromarray(rgb).save(path, exif=exif, quality=95)
+    image = load.load_image(path)
+    assert image.size == (300, 200)

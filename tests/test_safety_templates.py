@@ -80,3 +80,60 @@ def test_a_plain_str_format_is_allowed(tmp_path: Path) -> None:
     assert "<q>" in " ".join(
         m.text for m in spec.render(query="q", has_reference=False, tool_names=["sharpness"])
     )
+
+
+@pytest.mark.parametrize(
+    ("expr", "field"),
+    [
+        ("{{ ('{0.__class__}'|attr('format'))(query) }}", "{0.__class__}"),
+        ("{{ '{0.__class__}'['format'](query) }}", "{0.__class__}"),
+        ("{% set f = '{0.__class__}'.format %}{{ f(query) }}", "{0.__class__}"),
+        ("{% set f = '{0[x]}'|attr('format_map') %}{{ f({}) }}", "{0[x]}"),
+        ("{{ (query ~ '}')['format'](query) }}", "a format method of a string built at render"),
+        ("{{ '{}'[query](1) }}", "a method named at render"),
+        ("{{ '{}'|attr(query) }}", "a method named at render"),
+    ],
+    ids=["attr-filter", "item", "set-then-call", "set-map", "built", "named-item", "named-attr"],
+)
+def test_str_format_reached_any_way_is_refused_at_load_naming_file_and_field(
+    tmp_path: Path, expr: str, field: str
+) -> None:
+    """Not only ``'...'.format(x)``: a format method taken by ``attr``, by item, kept in a
+    variable or named at render is refused when the prompts load (exit 2, before any image),
+    naming the prompt file and the field."""
+    from tests.conftest import natural_like, save_rgb
+    from tests.test_cli_score import invoke
+
+    mine = _planner_with(tmp_path, expr)
+    img = save_rgb(tmp_path / "a.png", natural_like(64, 64))
+    out = tmp_path / "r.csv"
+    code, _ = invoke("assess", img, "--prompts", mine, "-o", out, "-q")
+    assert code == 2
+    assert not out.exists()
+    from agentiqa_cli.asking.prompts import load_prompts
+
+    with pytest.raises(ConfigError, match="unsafe template") as e:
+        load_prompts(mine)
+    assert str(mine / "planner.yaml") in str(e.value) and field in str(e.value)
+
+
+def test_str_format_in_a_fragment_is_refused_naming_the_fragment(tmp_path: Path) -> None:
+    from agentiqa_cli.asking.prompts import load_prompts
+
+    mine = _planner_with(tmp_path, "{% include 'mine.j2' %}")
+    (mine / "_fragments").mkdir(exist_ok=True)
+    (mine / "_fragments" / "mine.j2").write_text("{{ ('{0.__class__}'|attr('format'))(1) }}")
+    with pytest.raises(ConfigError, match=r"\{0\.__class__\} \(in _fragments/mine\.j2\)"):
+        load_prompts(mine)
+
+
+def test_format_fields_that_are_plain_text_stay_allowed(tmp_path: Path) -> None:
+    """A literal that only looks like JSON, and format calls with plain fields, still load."""
+    from agentiqa_cli.asking.prompts import load_prompts
+
+    expr = "{{ '{\"a\": [1]}' }}{{ '{0}-{x}'.format(query, x=1) }}{{ '{:>3}'.format(1) }}"
+    spec = load_prompts(_planner_with(tmp_path, expr))["planner"]
+    text = " ".join(
+        m.text for m in spec.render(query="q", has_reference=False, tool_names=["sharpness"])
+    )
+    assert '{"a": [1]}q-1  1' in text

@@ -282,7 +282,7 @@ class PromptSpec(BaseModel):
                 f"unsafe template: it reaches for internal attribute(s) {', '.join(unsafe)}, "
                 "which the sandbox refuses when rendering"
             )
-        formats = unsafe_formats([ast, *fragments.values()])
+        formats = unsafe_formats({"": ast, **{f"_fragments/{n}": f for n, f in fragments.items()}})
         if formats:
             raise ValueError(
                 f"unsafe template: str.format with {', '.join(formats)} (attribute or item "

@@ -7,16 +7,18 @@ this keeps from time and memory.
   ``MAX_CHARS``, or a number with more than ``MAX_DIGITS`` digits (``'x' * 300000000``);
 - the rendered text is refused past ``MAX_CHARS`` characters or ``MAX_SECONDS`` seconds;
 - at load, ``str.format`` with a replacement field that reads an attribute or an item
-  (``"{0.__class__}".format(x)``), or on a string that is not a literal, is refused: the
-  sandbox would only refuse it when rendering, image after image.
+  (``"{0.__class__}".format(x)``, also reached by ``|attr``, by item or through a
+  variable), on a string that is not a literal, or a method named at render, is refused:
+  the sandbox would only refuse it when rendering, image after image.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import string
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -104,23 +106,68 @@ def render_bounded(parts: Iterable[str]) -> str:
         _steps.reset(token)
 
 
-def unsafe_formats(asts: Iterable[TemplateAST]) -> list[str]:
-    """``.format``/``.format_map`` calls a template makes that the sandbox would refuse or
-    that cannot be checked now: a replacement field reading an attribute or an item, or a
-    format string that is not a literal."""
+_FORMATS = ("format", "format_map")
+# a replacement field's name: an argument (a number, a name or nothing), then ``.`` or ``[``
+_REACHING = re.compile(r"\w*[.\[]")
+
+
+def _reaching_fields(text: str) -> list[str]:
+    """The replacement fields of ``text``, read as a format string, that read an attribute
+    or an item (``{0.__class__}``, ``{x[k]}``), nested format specs included; none when it
+    is not a valid format string (it then cannot be formatted at all)."""
     found: list[str] = []
-    for ast in asts:
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:
+        return found
+    for _, field, spec, _ in parsed:
+        if field is not None and _REACHING.match(field):
+            found.append(f"{{{field}}}")
+        if spec:
+            found += _reaching_fields(spec)
+    return found
+
+
+def _is_text(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Const) and isinstance(node.value, str)
+
+
+def _names_a_format(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Const) and node.value in _FORMATS
+
+
+def unsafe_formats(asts: Mapping[str, TemplateAST]) -> list[str]:
+    """What a template (by the name to report it under: "" for the prompt's own template,
+    else its fragment's file) could hand to ``str.format``/``format_map`` that the sandbox
+    would refuse only when rendering, image after image:
+
+    - a literal string with a replacement field reading an attribute or an item, wherever
+      it is (the format method can be reached in many ways: ``.format``, ``['format']``,
+      ``|attr('format')``, kept in a variable);
+    - the format method of a string that is not a literal (its fields are unknown until
+      rendering), however it is taken;
+    - a method taken by a name computed at render (``x[a ~ b](...)``,
+      ``x|attr(name)``): it could be ``format`` on anything."""
+    found: list[str] = []
+    for where, ast in asts.items():
+        at = f" (in {where})" if where else ""
+        for const in ast.find_all(nodes.Const):
+            if isinstance(const.value, str):
+                found += [f + at for f in _reaching_fields(const.value)]
+        taken: list[nodes.Node] = []  # the strings whose format method is taken
+        taken += [n.node for n in ast.find_all(nodes.Getattr) if n.attr in _FORMATS]
+        taken += [n.node for n in ast.find_all(nodes.Getitem) if _names_a_format(n.arg)]
+        computed = False
+        for f in ast.find_all(nodes.Filter):
+            if f.name == "attr" and f.args:
+                if _names_a_format(f.args[0]) and f.node is not None:
+                    taken.append(f.node)
+                computed |= not isinstance(f.args[0], nodes.Const)
+        if any(not _is_text(n) for n in taken):
+            found.append(f"a format method of a string built at render{at}")
         for call in ast.find_all(nodes.Call):
             fn = call.node
-            if not (isinstance(fn, nodes.Getattr) and fn.attr in ("format", "format_map")):
-                continue
-            if not isinstance(fn.node, nodes.Const) or not isinstance(fn.node.value, str):
-                found.append(f".{fn.attr} on a value that is not a literal string")
-                continue
-            try:
-                fields = [f for _, f, _, _ in string.Formatter().parse(fn.node.value) if f]
-            except ValueError:
-                found.append(f"a malformed format string {fn.node.value[:40]!r}")
-                continue
-            found += [f"{{{f}}}" for f in fields if any(c in f for c in ".[")]
-    return found
+            computed |= isinstance(fn, nodes.Getitem) and not isinstance(fn.arg, nodes.Const)
+        if computed:
+            found.append(f"a method named at render (could be format){at}")
+    return list(dict.fromkeys(found))

@@ -306,26 +306,47 @@ def _decode(f: BinaryIO, path: Path, digest: str, max_pixels: int) -> LoadedImag
     return LoadedImage(path=path, pixels=cast(F32, decoded), sha256=digest, original_mode=mode)
 
 
+STRIP_PIXELS = 1 << 20  # pixels converted at a time by ``_to_rgb``: its working copies stay small
+
+
+def _strips(height: int, width: int) -> Iterator[tuple[int, int]]:
+    step = max(1, STRIP_PIXELS // max(1, width))
+    for top in range(0, height, step):
+        yield top, min(height, top + step)
+
+
 def _to_rgb(im: Image.Image) -> NDArray[np.uint8] | NDArray[np.float32]:
-    """8-bit RGB for 8-bit images; float32 in [0, 1] for 16-bit and float ones."""
+    """8-bit RGB for 8-bit images; float32 in [0, 1] for 16-bit and float ones.
+
+    Conversions are made a strip of rows at a time (each pixel's value is computed as on
+    the whole image), so a 100 MP 16-bit or transparent image costs its result and a
+    strip, not several whole-image float64 or RGBA copies."""
     mode = im.mode
-    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
-        a = np.asarray(im, dtype=np.float64)
-        peak = 65535.0 if mode != "I" or a.max() > 255 else 255.0
-        g = np.clip(a / peak, 0.0, 1.0).astype(np.float32)
-        return np.repeat(g[..., None], 3, axis=2)
-    if mode == "F":
-        f = np.asarray(im, dtype=np.float64)
-        lo, hi = float(np.nanmin(f)), float(np.nanmax(f))
-        gf = (f - lo) / (hi - lo) if hi > lo else np.zeros_like(f)
-        return np.repeat(gf[..., None], 3, axis=2).astype(np.float32)
-    if mode == "P":
-        im = im.convert("RGBA")
-        mode = "RGBA"
-    if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
-        # transparent areas are composited over white, as a viewer would show them
-        rgba = im.convert("RGBA")
-        bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        im = Image.alpha_composite(bg, rgba)
+    w, h = im.size
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+        a = np.asarray(im)  # the samples as decoded (2 or 4 bytes a pixel)
+        out = np.empty((h, w, 3), dtype=np.float32)
+        if mode == "F":
+            lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
+        else:
+            lo, hi = 0.0, 65535.0 if mode != "I" or a.max() > 255 else 255.0
+        for top, bottom in _strips(h, w):
+            f = a[top:bottom].astype(np.float64)
+            if mode == "F":
+                g = ((f - lo) / (hi - lo) if hi > lo else np.zeros_like(f)).astype(np.float32)
+            else:
+                g = np.clip(f / hi, 0.0, 1.0).astype(np.float32)
+            out[top:bottom] = g[..., None]
+        return out
+    if mode in ("P", "RGBA", "LA", "PA", "RGBa", "La"):
+        # transparent areas are composited over white, as a viewer would show them (a
+        # palette image too, whether or not its palette has transparent entries)
+        rgb8 = np.empty((h, w, 3), dtype=np.uint8)
+        for top, bottom in _strips(h, w):
+            strip = im.crop((0, top, w, bottom))
+            rgba = strip if strip.mode == "RGBA" else strip.convert("RGBA")
+            bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+            rgb8[top:bottom] = np.asarray(Image.alpha_composite(bg, rgba).convert("RGB"))
+        return rgb8
     rgb = im if im.mode == "RGB" else im.convert("RGB")
     return np.ascontiguousarray(np.asarray(rgb, dtype=np.uint8))

@@ -13,10 +13,14 @@ cells empty, then renamed over the old file in one step.
 
 A lock (``.<name>.lock`` beside the file the name stands for, portable) is held from
 opening to closing, so a second run on the same CSV is refused whether or not the file
-exists yet, under any spelling: a symbolic link locks the file it names, and an existing
-file is also locked by its identity (device, inode), so a hard link to it is the same CSV.
-The lock files hold their run's process id and are removed when the run ends; a killed
-run's lock is taken over by the next run once that process is gone. The file is
+exists yet, under any spelling: a symbolic link locks the file it names. The file itself is
+also locked (``flock``: by its identity, so every hard link to it, in any folder, is the
+same CSV) from the moment it exists: at the start when it does, else when this run creates
+it, before its first byte, and the file an upgrade renames into place before the rename.
+The lock file holds its run's process id and is removed when the run ends; a killed run's
+is taken over by the next run once that process is gone (the file lock ends with its
+process). Where ``flock`` is missing (Windows) or refused (some network file systems),
+the file is locked by a second lock file named by its identity, beside it. The file is
 only created (or truncated) when the first row arrives or the run ends cleanly, so a run
 that fails on a configuration error leaves an earlier CSV untouched.
 """
@@ -30,11 +34,12 @@ import io
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import SoftFileLock, Timeout
+from filelock import SoftFileLock, Timeout, lock_descriptor
 
 from agentiqa_cli.errors import ConfigError, OutputWriteError
 from agentiqa_cli.io.read import read_bytes
@@ -165,38 +170,87 @@ def lock_path(path: Path) -> Path:
     return real.with_name(f".{real.name}.lock")
 
 
-def lock_paths(path: Path) -> list[Path]:
-    """``lock_path``, and for a file that exists one named by its identity, so that every
-    name of one file (hard links too) takes the same lock."""
-    paths = [lock_path(path)]
-    with contextlib.suppress(OSError):
-        st = os.stat(path)
-        paths.append(paths[0].with_name(f".agentiqa-{st.st_dev:x}-{st.st_ino:x}.lock"))
-    return paths
+def _identity_lock_path(path: Path, st: os.stat_result) -> Path:
+    """Where ``flock`` cannot lock the file itself: a lock file named by its identity."""
+    return lock_path(path).with_name(f".agentiqa-{st.st_dev:x}-{st.st_ino:x}.lock")
 
 
 class RunLock:
-    """The locks of one output file (``lock_paths``), all or none: ConfigError when another
-    live run holds one. Each lock file records its holder's process id and is removed on
-    release; one left by a killed run is taken over (filelock's stale-holder recovery)."""
+    """The locks of one output file, all or none: ConfigError when another live run holds
+    one. The name's lock file (``lock_path``) records its holder's process id and is removed
+    on release; one left by a killed run is taken over (filelock's stale-holder recovery).
+    The file itself, when it exists, is locked by ``hold``/``hold_file``."""
 
     def __init__(self, path: Path):
+        self.path = path
         self._held: list[SoftFileLock] = []
+        self._fds: list[int] = []  # open descriptors whose ``flock`` this run holds
+        self._ids: set[tuple[int, int]] = set()  # (device, inode) of every file held
         try:
-            for p in lock_paths(path):
-                lock = SoftFileLock(p, timeout=0, thread_local=False)
-                lock.acquire()
-                self._held.append(lock)
+            self._take(SoftFileLock(lock_path(path), timeout=0, thread_local=False))
+            if path.is_file():
+                self.hold_file(path)
+        except BaseException:
+            self.release()
+            raise
+
+    def _take(self, lock: SoftFileLock) -> None:
+        try:
+            lock.acquire()
         except Timeout:
-            self.release()
-            raise ConfigError(f"{path}: another agentiqa run is writing it") from None
+            raise self._busy() from None
         except OSError as e:
-            self.release()
-            raise ConfigError(f"{path}: cannot take its lock: {e.strerror or e}") from None
+            raise ConfigError(f"{self.path}: cannot take its lock: {e.strerror or e}") from None
+        self._held.append(lock)
+
+    def _busy(self) -> ConfigError:
+        return ConfigError(f"{self.path}: another agentiqa run is writing it")
+
+    def hold_file(self, path: Path) -> None:
+        """``hold`` the file at ``path``."""
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError as e:
+            raise ConfigError(f"{self.path}: cannot take its lock: {e.strerror or e}") from None
+        self.hold(fd)
+
+    def hold(self, fd: int) -> None:
+        """Lock the file open on ``fd`` (the lock owns ``fd`` from now on) by its identity, so
+        a run on any other name of it (a hard link, in any folder) is refused; a file already
+        held is left as it is. ConfigError when another run holds it."""
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) in self._ids:
+                os.close(fd)
+                return
+            # flock (filelock's descriptor lock). Not on Windows: there it locks a byte of
+            # the file, which would refuse this run's own writes through its other handle
+            if sys.platform != "win32":
+                try:
+                    locked = lock_descriptor(fd, blocking=False)
+                except OSError:  # no flock here (a network file system): a lock file
+                    pass
+                else:
+                    if not locked:
+                        raise self._busy()
+                    self._fds.append(fd)
+                    self._ids.add((st.st_dev, st.st_ino))
+                    return
+            os.close(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            raise
+        self._take(SoftFileLock(_identity_lock_path(self.path, st), timeout=0, thread_local=False))
+        self._ids.add((st.st_dev, st.st_ino))
 
     def release(self) -> None:
+        while self._fds:
+            with contextlib.suppress(OSError):
+                os.close(self._fds.pop())
         while self._held:
             self._held.pop().release()
+        self._ids.clear()
 
 
 def read_records(data: bytes, where: str, resuming: bool = True) -> tuple[list[list[str]], int]:
@@ -347,6 +401,7 @@ class ResultsWriter:
             self._pending = complete
         else:
             self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+            self._hold(self._fd)
             if end != len(data):
                 os.ftruncate(self._fd, end)
         image_at = self.columns.index("image")
@@ -384,11 +439,14 @@ class ResultsWriter:
                     os.fchown(fd, st.st_uid, st.st_gid)
                 write_all(fd, _record(self.columns) + b"".join(_record(r) for r in rows))
                 os.fsync(fd)
+                self._hold(fd)  # the new file is locked before its name leads to it
             finally:
                 os.close(fd)
             os.replace(tmp, target)
-        except OSError as e:
+        except BaseException as e:
             tmp.unlink(missing_ok=True)
+            if not isinstance(e, OSError):
+                raise
             raise OutputWriteError(
                 f"{self.path}: cannot add this version's columns for --resume: "
                 f"{e.strerror or e}; the file was not changed"
@@ -402,13 +460,23 @@ class ResultsWriter:
             self._pending = None
             flags = os.O_WRONLY | os.O_APPEND
         else:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+            flags = os.O_WRONLY | os.O_CREAT  # truncated once locked
         try:
             self._fd = os.open(self.path, flags, 0o644)
             if not flags & os.O_APPEND:
+                # a file this run creates is locked before its first byte: a hard link made
+                # to it later is the same CSV for another run; one that another run holds
+                # (a link made in between) is refused with its bytes untouched
+                self._hold(self._fd)
+                os.ftruncate(self._fd, 0)
                 write_all(self._fd, _record(self.columns))
         except OSError as e:
             raise self._failed(e) from None
+
+    def _hold(self, fd: int) -> None:
+        """Lock the file open on ``fd`` (our descriptor stays ours) as this run's CSV."""
+        if self._lock is not None:
+            self._lock.hold(os.dup(fd))
 
     def write(self, result: Result) -> None:
         extra = self.extra(result) if self.extra is not None else None
