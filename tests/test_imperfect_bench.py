@@ -21,6 +21,7 @@ from agentiqa_cli.bench.vqpp import (
     report,
 )
 from agentiqa_cli.config import Settings
+from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imperfect.records import _OPERATIONS
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.vlm.base import VLMRequest
@@ -52,6 +53,21 @@ def test_build_writes_every_kind_reproducibly(
     kinds = {it.kind: it for it in items}
     assert kinds["crop"].oracle == [] and kinds["original"].oracle == []
     assert kinds["expand"].oracle[0].tool == "crop"
+
+
+def test_a_build_of_some_kinds_holds_the_same_items(
+    bench: tuple[Path, list[VqppItem]], tmp_path: Path
+) -> None:
+    """Each item comes from its own (seed, image, kind) generator: building two kinds
+    gives exactly the full build's items of those kinds, images and all."""
+    root, items = bench
+    some = build(root / "clean", tmp_path, seed=7, size=160, kinds=("brightness", "overlay"))
+    assert some == [it for it in items if it.kind in ("brightness", "overlay")]
+    for it in some:
+        assert (root / "images" / it.image).read_bytes() == (tmp_path / it.image).read_bytes()
+    assert not (tmp_path / "original").exists()
+    with pytest.raises(ConfigError, match="unknown kinds: glare"):
+        build(root / "clean", tmp_path / "x", seed=7, size=160, kinds=("glare",))
 
 
 def _run(items: list[VqppItem], root: Path, vlm: ScriptedVLM) -> list[VqppRow]:

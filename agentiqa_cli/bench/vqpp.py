@@ -98,11 +98,17 @@ def build(
     limit: int | None = None,
     generator: str = "paper",
     query: str = DEFAULT_QUERY,
+    kinds: Sequence[str] = KINDS_AND_ORIGINAL,
 ) -> list[VqppItem]:
     """Write the originals and their corruptions as PNG (the random generator: JPEG where a
     re-save was drawn) under ``out_dir`` with ``manifest.jsonl``; returns the items.
     ``limit``: the first N clean images (by name). ``query``: the question each item is
-    asked with, reformulated with the target's location for expand and recapture."""
+    asked with, reformulated with the target's location for expand and recapture.
+    ``kinds``: build only these (each item is drawn from its own (seed, image, kind)
+    generator, so a subset holds the same items as a full build)."""
+    unknown = set(kinds) - set(KINDS_AND_ORIGINAL)
+    if unknown:
+        raise ConfigError(f"unknown kinds: {', '.join(sorted(unknown))}")
     if generator not in GENERATORS:
         raise ConfigError(f"unknown generator {generator!r} (one of {', '.join(GENERATORS)})")
 
@@ -123,7 +129,7 @@ def build(
     out_dir.mkdir(parents=True, exist_ok=True)
     items = []
     for i, (src, x) in enumerate(zip(sources, cleans, strict=True)):
-        for kind in KINDS_AND_ORIGINAL:
+        for kind in (k for k in KINDS_AND_ORIGINAL if k in kinds):
             rng = item_rng(seed, src.name, kind)
             (out_dir / kind).mkdir(exist_ok=True)
             oracle: list[Operation] = []
