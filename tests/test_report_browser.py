@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +39,28 @@ def _browser_or_skip() -> str:
     return CHROMIUM
 
 
+@contextmanager
+def chromium_tab(
+    chromium: str, problems: list[str], width: int = 1280
+) -> Iterator[tuple[Any, Any]]:
+    """(browser, tab): a headless Chromium page whose script errors, console errors and
+    dialogs are appended to ``problems``; the browser is closed on the way out."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            tab = browser.new_page(viewport={"width": width, "height": 900})
+            tab.on("pageerror", lambda e: problems.append(str(e)))
+            tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            tab.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+            yield browser, tab
+        finally:
+            browser.close()
+
+
 def test_report_page_renders_with_every_thumbnail_and_no_errors(tmp_path: Path) -> None:
     chromium = _browser_or_skip()
-    from playwright.sync_api import sync_playwright
 
     names = ["a.png", "b.jpg", "\"><svg onload=alert(1)>'.png", "ü ñ #1.png", "dup.png"]
     for i, name in enumerate(names[:4]):
@@ -60,30 +81,22 @@ def test_report_page_renders_with_every_thumbnail_and_no_errors(tmp_path: Path) 
     assert expected >= 7  # every readable image appears at least once (distortion:noise)
 
     problems: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        try:
-            tab = browser.new_page(viewport={"width": 1200, "height": 900})
-            tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            tab.on("pageerror", lambda e: problems.append(str(e)))
-            tab.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
-            tab.on("requestfailed", lambda r: problems.append(f"request failed: {r.url[:80]}"))
-            tab.goto(page.as_uri(), wait_until="load")
-            widths = tab.evaluate(  # the issue sections' thumbnails
-                "Array.from(document.querySelectorAll('figure img'))"
-                ".map(i => i.complete ? i.naturalWidth : -1)"
-            )
-            tab.locator("#images").scroll_into_view_if_needed()  # the table's, once near
-            tab.wait_for_function("() => !document.querySelector('.thumb noscript')")
-            tab.wait_for_function("() => Array.from(document.querySelectorAll('.thumb img'))"
-                                  ".every(i => i.complete && i.naturalWidth > 0)")  # fmt: skip
-            icons = tab.locator(".thumb img").count()
-            title = tab.title()
-            headings = tab.locator("h2").all_inner_texts()
-            shot = tmp_path / "report.png"
-            tab.screenshot(path=str(shot), full_page=True)
-        finally:
-            browser.close()
+    with chromium_tab(chromium, problems, 1200) as (_browser, tab):
+        tab.on("requestfailed", lambda r: problems.append(f"request failed: {r.url[:80]}"))
+        tab.goto(page.as_uri(), wait_until="load")
+        widths = tab.evaluate(  # the issue sections' thumbnails
+            "Array.from(document.querySelectorAll('figure img'))"
+            ".map(i => i.complete ? i.naturalWidth : -1)"
+        )
+        tab.locator("#images").scroll_into_view_if_needed()  # the table's, once near
+        tab.wait_for_function("() => !document.querySelector('.thumb noscript')")
+        tab.wait_for_function("() => Array.from(document.querySelectorAll('.thumb img'))"
+                              ".every(i => i.complete && i.naturalWidth > 0)")  # fmt: skip
+        icons = tab.locator(".thumb img").count()
+        title = tab.title()
+        headings = tab.locator("h2").all_inner_texts()
+        shot = tmp_path / "report.png"
+        tab.screenshot(path=str(shot), full_page=True)
     assert problems == []
     assert len(widths) == expected and all(w > 0 for w in widths), widths
     assert icons == 7  # every readable image's row (missing.png has none)
@@ -99,7 +112,6 @@ def test_the_table_of_every_image_sorts_filters_and_opens_images(tmp_path: Path)
     """Sort by score, filter by a finding, click a thumbnail; without JavaScript the table
     still lists every image. Screenshots go to AGENTIQA_SHOTS when it is set."""
     chromium = _browser_or_skip()
-    from playwright.sync_api import sync_playwright
 
     shots = Path(os.environ.get("AGENTIQA_SHOTS") or tmp_path)
     images = tmp_path / "imgs"
@@ -124,46 +136,37 @@ def test_the_table_of_every_image_sorts_filters_and_opens_images(tmp_path: Path)
         ))  # fmt: skip
 
     problems: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        try:
-            tab = browser.new_page(viewport={"width": 1280, "height": 900})
-            tab.on("pageerror", lambda e: problems.append(str(e)))
-            tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            tab.goto(page.as_uri(), wait_until="load")
-            assert tab.is_visible("#controls")
-            tab.click("#images [data-sort=score] button")
-            asc = visible_scores(tab)
-            assert [float(s) for s in asc if s] == sorted(float(s) for s in scores if s)
-            assert asc[-2:] == ["", ""]  # no score (and the error row): last
-            tab.click("#images [data-sort=score] button")
-            desc = [float(s) for s in visible_scores(tab) if s]
-            assert desc == sorted(desc, reverse=True)
-            tab.screenshot(path=str(shots / "table-sorted.png"), full_page=True)
-            tab.select_option("#finding", "distortion:noise")
-            kept = tab.eval_on_selector_all(
-                "#images .row.body:not([hidden])", "rs => rs.map(r => r.dataset.findings)"
-            )
-            assert len(kept) == 3 and all("distortion:noise" in k.split() for k in kept)
-            assert tab.inner_text("#shown") == "3 of 9 shown"
-            tab.locator("#all-images").scroll_into_view_if_needed()
-            tab.screenshot(path=str(shots / "table-filtered.png"))
-            first = tab.locator("#images .row.body:not([hidden]) .thumb a").first
-            target = first.get_attribute("href")
-            assert target is not None and target.startswith("../imgs/photo%20")
-            first.click()
-            tab.wait_for_load_state()
-            assert tab.url == (page.parent / target.replace("%20", " ")).resolve().as_uri()
-            assert tab.evaluate("document.images[0].naturalWidth") == 240  # the image itself
+    with chromium_tab(chromium, problems, 1280) as (browser, tab):
+        tab.goto(page.as_uri(), wait_until="load")
+        assert tab.is_visible("#controls")
+        tab.click("#images [data-sort=score] button")
+        asc = visible_scores(tab)
+        assert [float(s) for s in asc if s] == sorted(float(s) for s in scores if s)
+        assert asc[-2:] == ["", ""]  # no score (and the error row): last
+        tab.click("#images [data-sort=score] button")
+        desc = [float(s) for s in visible_scores(tab) if s]
+        assert desc == sorted(desc, reverse=True)
+        tab.screenshot(path=str(shots / "table-sorted.png"), full_page=True)
+        tab.select_option("#finding", "distortion:noise")
+        kept = tab.eval_on_selector_all(
+            "#images .row.body:not([hidden])", "rs => rs.map(r => r.dataset.findings)"
+        )
+        assert len(kept) == 3 and all("distortion:noise" in k.split() for k in kept)
+        assert tab.inner_text("#shown") == "3 of 9 shown"
+        tab.locator("#all-images").scroll_into_view_if_needed()
+        tab.screenshot(path=str(shots / "table-filtered.png"))
+        first = tab.locator("#images .row.body:not([hidden]) .thumb a").first
+        target = first.get_attribute("href")
+        assert target is not None and target.startswith("../imgs/photo%20")
+        first.click()
+        tab.wait_for_load_state()
+        assert tab.url == (page.parent / target.replace("%20", " ")).resolve().as_uri()
+        assert tab.evaluate("document.images[0].naturalWidth") == 240  # the image itself
 
-            plain = browser.new_page(
-                java_script_enabled=False, viewport={"width": 1280, "height": 900}
-            )
-            plain.goto(page.as_uri(), wait_until="load")
-            assert not plain.is_visible("#controls")
-            assert plain.locator("#images .row.body:visible").count() == 9
-            assert plain.locator("#images [data-sort] button").count() == 0
-            plain.screenshot(path=str(shots / "no-script.png"), full_page=True)
-        finally:
-            browser.close()
+        plain = browser.new_page(java_script_enabled=False, viewport={"width": 1280, "height": 900})
+        plain.goto(page.as_uri(), wait_until="load")
+        assert not plain.is_visible("#controls")
+        assert plain.locator("#images .row.body:visible").count() == 9
+        assert plain.locator("#images [data-sort] button").count() == 0
+        plain.screenshot(path=str(shots / "no-script.png"), full_page=True)
     assert problems == []

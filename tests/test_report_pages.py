@@ -11,7 +11,7 @@ from typing import Any
 
 from agentiqa_cli.report import build_report, render_html
 from tests.conftest import scene
-from tests.test_report_browser import _browser_or_skip
+from tests.test_report_browser import _browser_or_skip, chromium_tab
 
 # names past the first page that the script must read back out of the markup as written
 NAMES = ["p0.png", "p1.png", "p2.png", "p3.png", "a & b <x>.png", "p5.png",
@@ -44,73 +44,62 @@ def _rows(tab: Any, what: str = "r => r.querySelector('.name').textContent") -> 
 def test_pages_of_rows_sort_filter_and_search_every_row(tmp_path: Path) -> None:
     """Screenshots go to AGENTIQA_SHOTS when it is set."""
     chromium = _browser_or_skip()
-    from playwright.sync_api import sync_playwright
 
     page = _page(tmp_path)
     shots = Path(os.environ.get("AGENTIQA_SHOTS") or tmp_path)
     problems: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        try:
-            tab = browser.new_page(viewport={"width": 1280, "height": 900})
-            tab.on("pageerror", lambda e: problems.append(str(e)))
-            tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            tab.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
-            tab.goto(page.as_uri(), wait_until="load")
-            assert _rows(tab) == [f"imgs/{n}" for n in NAMES[:3]]
-            assert tab.inner_text("#controls .page") == "rows 1-3 (page 1 of 3)"
-            assert tab.inner_text("#shown") == "9 of 9 shown"
-            tab.click("#pager-bottom .next")
-            assert _rows(tab) == [f"imgs/{n}" for n in NAMES[3:6]]  # made from the markup
-            tab.screenshot(path=str(shots / "table-page-2.png"), full_page=True)
-            assert tab.is_disabled("#controls .next") is False
-            tab.click("#controls .next")
-            assert _rows(tab) == [f"imgs/{n}" for n in NAMES[6:]]
-            assert tab.is_disabled("#controls .next")
-            # sorting orders every row, then shows the first page
-            tab.click("#images [data-sort=score] button")
-            assert _rows(tab, "r => r.dataset.score") == ["1.2", "1.8", "2.2"]
-            tab.click("#images [data-sort=image] button")
-            assert _rows(tab) == sorted(f"imgs/{n}" for n in NAMES)[:3]
-            # filtering reads every row's findings, escaped ones included
-            tab.select_option("#finding", "distortion:noise")
-            assert tab.inner_text("#shown") == "3 of 9 shown"
-            assert not tab.is_visible("#controls .pager")  # one page
-            assert sorted(_rows(tab)) == sorted(f"imgs/{NAMES[i]}" for i in (1, 4, 6))
-            tab.select_option("#finding", "")
-            tab.fill("#search", "answer 7")  # a row past the first page, by its text
-            assert _rows(tab) == ["imgs/ü ñ #7.png"]
-            tab.fill("#search", "line two & more")  # the answer's & read back as written
-            assert tab.inner_text("#shown") == "9 of 9 shown"
-            tab.fill("#search", "a & b <x>")
-            assert _rows(tab) == ["imgs/a & b <x>.png"]
-            thumb = tab.locator("#images .row.body .thumb img").first
-            thumb.wait_for()
-            assert (
-                tab.evaluate(
-                    "() => new Promise(ok => { const i = document.querySelector('.thumb img');"
-                    " i.complete ? ok(i.naturalWidth) : i.onload = () => ok(i.naturalWidth); })"
-                )
-                > 0
+    with chromium_tab(chromium, problems, 1280) as (browser, tab):
+        tab.goto(page.as_uri(), wait_until="load")
+        assert _rows(tab) == [f"imgs/{n}" for n in NAMES[:3]]
+        assert tab.inner_text("#controls .page") == "rows 1-3 (page 1 of 3)"
+        assert tab.inner_text("#shown") == "9 of 9 shown"
+        tab.click("#pager-bottom .next")
+        assert _rows(tab) == [f"imgs/{n}" for n in NAMES[3:6]]  # made from the markup
+        tab.screenshot(path=str(shots / "table-page-2.png"), full_page=True)
+        assert tab.is_disabled("#controls .next") is False
+        tab.click("#controls .next")
+        assert _rows(tab) == [f"imgs/{n}" for n in NAMES[6:]]
+        assert tab.is_disabled("#controls .next")
+        # sorting orders every row, then shows the first page
+        tab.click("#images [data-sort=score] button")
+        assert _rows(tab, "r => r.dataset.score") == ["1.2", "1.8", "2.2"]
+        tab.click("#images [data-sort=image] button")
+        assert _rows(tab) == sorted(f"imgs/{n}" for n in NAMES)[:3]
+        # filtering reads every row's findings, escaped ones included
+        tab.select_option("#finding", "distortion:noise")
+        assert tab.inner_text("#shown") == "3 of 9 shown"
+        assert not tab.is_visible("#controls .pager")  # one page
+        assert sorted(_rows(tab)) == sorted(f"imgs/{NAMES[i]}" for i in (1, 4, 6))
+        tab.select_option("#finding", "")
+        tab.fill("#search", "answer 7")  # a row past the first page, by its text
+        assert _rows(tab) == ["imgs/ü ñ #7.png"]
+        tab.fill("#search", "line two & more")  # the answer's & read back as written
+        assert tab.inner_text("#shown") == "9 of 9 shown"
+        tab.fill("#search", "a & b <x>")
+        assert _rows(tab) == ["imgs/a & b <x>.png"]
+        thumb = tab.locator("#images .row.body .thumb img").first
+        thumb.wait_for()
+        assert (
+            tab.evaluate(
+                "() => new Promise(ok => { const i = document.querySelector('.thumb img');"
+                " i.complete ? ok(i.naturalWidth) : i.onload = () => ok(i.naturalWidth); })"
             )
-            tab.locator("#images .row.body .thumb a").first.click()  # opens the image
-            tab.wait_for_load_state()
-            assert tab.url == (tmp_path / "imgs" / "a & b <x>.png").as_uri()
+            > 0
+        )
+        tab.locator("#images .row.body .thumb a").first.click()  # opens the image
+        tab.wait_for_load_state()
+        assert tab.url == (tmp_path / "imgs" / "a & b <x>.png").as_uri()
 
-            plain = browser.new_page(
-                java_script_enabled=False, viewport={"width": 1280, "height": 900}
-            )
-            plain.goto(page.as_uri(), wait_until="load")
-            assert not plain.is_visible("#controls") and not plain.is_visible("#pager-bottom")
-            plain.screenshot(path=str(shots / "no-script-pages.png"), full_page=True)
-            names = plain.locator("#images .row.body:visible .name").all_inner_texts()
-            assert names == [f"imgs/{n}" for n in NAMES]  # every row, in the CSV's order
-            last = plain.locator("#images .row.body .thumb img").last
-            last.scroll_into_view_if_needed()
-            plain.wait_for_function(
-                "() => Array.from(document.querySelectorAll('.thumb img'))"
-                ".every(i => i.complete && i.naturalWidth > 0)"
-            )
-        finally:
-            browser.close()
+        plain = browser.new_page(java_script_enabled=False, viewport={"width": 1280, "height": 900})
+        plain.goto(page.as_uri(), wait_until="load")
+        assert not plain.is_visible("#controls") and not plain.is_visible("#pager-bottom")
+        plain.screenshot(path=str(shots / "no-script-pages.png"), full_page=True)
+        names = plain.locator("#images .row.body:visible .name").all_inner_texts()
+        assert names == [f"imgs/{n}" for n in NAMES]  # every row, in the CSV's order
+        last = plain.locator("#images .row.body .thumb img").last
+        last.scroll_into_view_if_needed()
+        plain.wait_for_function(
+            "() => Array.from(document.querySelectorAll('.thumb img'))"
+            ".every(i => i.complete && i.naturalWidth > 0)"
+        )
     assert problems == []
