@@ -26,6 +26,8 @@ photos of 0.5-1 MP, which is where it was trained.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -66,19 +68,37 @@ def _binomial(a: F32) -> F32:
     return (r[:-4] + r[4:]) * 0.0625 + (r[1:-3] + r[3:-1]) * 0.25 + r[2:-2] * 0.375
 
 
-def _bands(g: F32, levels: int = LEVELS) -> list[F32]:
-    """Per-tile energies of ``levels`` octave bands of ``g`` (8-bit code units), finest first:
-    a Laplacian pyramid (Burt & Adelson 1983: binomial low-pass, then halving), each level's
-    band read over the same tiles (32 px of the full plane, half that on each coarser level)."""
+def _laplacian(g: F32, levels: int) -> list[F32]:
+    """The first ``levels`` band planes of a Laplacian pyramid of ``g``, finest first (Burt
+    & Adelson 1983: binomial low-pass, then halving)."""
+    out, cur = [], g
+    for _ in range(levels):
+        low = _binomial(cur)
+        out.append(cur - low)
+        cur = low[::2, ::2]
+    return out
+
+
+def _bands(g: F32, levels: int = LEVELS, planes: list[F32] | None = None) -> list[F32]:
+    """Per-tile energies of ``levels`` octave bands of ``g`` (8-bit code units), finest first
+    (``planes``: its Laplacian pyramid, when already made), each level's band read over the
+    same tiles (32 px of the full plane, half that on each coarser level)."""
     # a small image gets smaller tiles (16 px at least: one sample on the coarsest level)
     t = max(16, min(TILE, min(g.shape) // 16 * 16))
     ny, nx = max(1, g.shape[0] // t), max(1, g.shape[1] // t)
-    out, cur = [], g
-    for k in range(levels):
-        low = _binomial(cur)
-        out.append(_tiles(cur - low, t >> k, ny, nx))
-        cur = low[::2, ::2]
-    return out
+    bands = planes if planes is not None else _laplacian(g, levels)
+    return [_tiles(b, t >> k, ny, nx) for k, b in enumerate(bands[:levels])]
+
+
+def _luma_planes(image: LoadedImage) -> tuple[F32, list[F32]]:
+    """The luma at viewing scale (8-bit code units) and its pyramid, made once for the band
+    statistics and the octave slopes."""
+
+    def make() -> tuple[F32, list[F32]]:
+        view = _detail(image) * np.float32(255.0)
+        return view, _laplacian(view, max(LEVELS, OCTAVES))
+
+    return cast(tuple[F32, list[F32]], _cached(image, "cam:luma", make))
 
 
 def octave_slopes(image: LoadedImage) -> list[float]:
@@ -90,14 +110,11 @@ def octave_slopes(image: LoadedImage) -> list[float]:
 
     def make() -> list[float]:
         e: list[float] = []
-        cur = _detail(image) * np.float32(255.0)
-        for _ in range(OCTAVES):
-            if min(cur.shape) < 8:  # too small for this octave: as flat as the last one read
+        for band in _luma_planes(image)[1][:OCTAVES]:
+            if min(band.shape) < 8:  # too small for this octave: as flat as the last one read
                 e.append(e[-1] if e else 1.0)
-                continue
-            low = _binomial(cur)
-            e.append(float(np.mean((cur - low) ** 2)) + OCTAVE_FLOOR)
-            cur = low[::2, ::2]
+            else:
+                e.append(float(np.mean(band**2)) + OCTAVE_FLOOR)
         lg = np.log2(np.array(e))
         return [float(v) for v in lg[:-1] - lg[1:]]
 
@@ -108,8 +125,8 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
     def make() -> dict[str, float]:
         # every plane at viewing scale (at most 1024 px on the long side, as sharpness reads):
         # the same photo at half or twice the size reads alike, a 24 MP photo costs little
-        view = _detail(image) * np.float32(255.0)
-        ly = _bands(view)
+        view, planes = _luma_planes(image)
+        ly = _bands(view, planes=planes)
         e0, e1, e2, e3, e4 = ly
         coarse = e3 + e4
         order = np.argsort(coarse)
