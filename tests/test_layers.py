@@ -107,6 +107,30 @@ def test_the_cli_starts_without_the_agent_or_heavy_libraries() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_a_plain_assess_loads_no_heavy_scipy_or_scikit_image(tmp_path: Path) -> None:
+    """Start-up time: a default `assess` (rules) reads prompts, cards and detectors, but not
+    scipy.stats/signal/optimize or scikit-image (together about a second): those belong to
+    `--fix`, `--experience`, evaluate's statistics and the fitting scripts."""
+    from tests.conftest import scene
+
+    scene(0).save(tmp_path / "a.png")
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['agentiqa', 'assess', sys.argv[1], '-o', sys.argv[2], '-q']\n"
+        "try:\n    runpy.run_module('agentiqa_cli', run_name='__main__')\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+        "heavy = ['scipy.stats', 'scipy.signal', 'scipy.optimize', 'skimage']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "a.png"), str(tmp_path / "r.csv")],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "r.csv").read_text().count("\n") == 2  # header and the image's row
+
+
 # Function-local imports are for start-up time (a heavy library or feature loads with the
 # command that needs it) or an optional extra (torch, pyiqa, ray, vllm, matplotlib,
 # openpyxl); everything else is imported at the top, where lint-imports sees the layering.

@@ -25,6 +25,7 @@ from agentiqa_cli.cli.options import (
 from agentiqa_cli.cli.run import note_backend, run_images, say_notes, with_runtime
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import EXIT_INPUT
+from agentiqa_cli.imperfect.records import FIX_COLUMNS, fix_cells
 from agentiqa_cli.records import Result
 from agentiqa_cli.runtime import Runtime
 
@@ -123,8 +124,8 @@ def fix(
             image_format=cast("output.ImageFormat | None", chosen), max_pixels=rt.settings.max_pixels,
         )  # fmt: skip
         label = "fix --check" if check else "fix"
-        return await run_images(rt, opts, "fix", jobs, fixer, label, extra_columns=apply.FIX_COLUMNS,
-                                extra=apply.fix_cells, detail=_detail, write=not check)  # fmt: skip
+        return await run_images(rt, opts, "fix", jobs, fixer, label, extra_columns=FIX_COLUMNS,
+                                extra=fix_cells, detail=_detail, write=not check)  # fmt: skip
 
     summary = asyncio.run(with_runtime(settings, main))
     results = summary.results

@@ -31,6 +31,7 @@ from agentiqa_cli.config import Settings
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
 from agentiqa_cli.imaging.discover import Job
+from agentiqa_cli.imperfect.records import ASSESS_FIX_COLUMNS, FIX_MODES, FixMode, fix_cells
 from agentiqa_cli.io.trace import NO_TRACE, TraceWriter
 from agentiqa_cli.records import Result, Usage
 from agentiqa_cli.runtime import Runtime
@@ -147,7 +148,7 @@ async def scorer_of(tools: tuple[str, ...], rt: Runtime) -> Process:
 
 async def fixing_agent_of(fix: str, rt: Runtime) -> Process:
     # start-up time: the fixes load scikit-image and scipy (only with --fix)
-    from agentiqa_cli.imperfect.apply import FixingAgent, FixMode
+    from agentiqa_cli.imperfect.apply import FixingAgent
 
     agent = await rt.agent()
     return FixingAgent(agent, cast(FixMode, fix))
@@ -295,15 +296,6 @@ def assess(
     engine: EngineOpt = None,
 ) -> None:
     """The full agent per image: plan, detect, analyse, select tools, run them, summarize."""
-    # start-up time: as in fixing_agent_of
-    from agentiqa_cli.imperfect.apply import (
-        ASSESS_FIX_COLUMNS,
-        FIX_MODES,
-        FixingAgent,
-        FixMode,
-        fix_cells,
-    )
-
     if fix not in FIX_MODES:
         raise ConfigError(f"--fix must be one of {', '.join(FIX_MODES)}, got {fix!r}")
     settings = opts.settings(
@@ -322,10 +314,15 @@ def assess(
         rt.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
         agent = await rt.agent()  # a wrong model is exit 2 here, before any output
         say_notes(rt)
-        fixing = FixingAgent(agent, cast(FixMode, fix))
+        process: Process = agent
+        if fix != "off":
+            # start-up time: as in fixing_agent_of
+            from agentiqa_cli.imperfect.apply import FixingAgent
+
+            process = FixingAgent(agent, cast(FixMode, fix))
         command = "assess" if fix == "off" else f"assess --fix {fix}"  # resume keys differ
         return await run_images(
-            rt, opts, command, jobs, fixing, "assess", extra_columns=ASSESS_FIX_COLUMNS,
+            rt, opts, command, jobs, process, "assess", extra_columns=ASSESS_FIX_COLUMNS,
             extra=fix_cells, remote=functools.partial(fixing_agent_of, fix),
         )  # fmt: skip
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, get_args
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,36 +29,16 @@ from agentiqa_cli.imaging.load import DEFAULT_MAX_PIXELS, LoadedImage, decode_by
 from agentiqa_cli.imperfect.checks import check
 from agentiqa_cli.imperfect.fixes import apply
 from agentiqa_cli.imperfect.output import Encoding, ImageFormat, encode, encoding_of
-from agentiqa_cli.imperfect.records import GEOMETRY_TOOLS, Operation, describe
+from agentiqa_cli.imperfect.records import (
+    GEOMETRY_TOOLS,
+    FixMode,
+    Operation,
+    describe,
+)
 from agentiqa_cli.imperfect.roles import Decision, decide
 from agentiqa_cli.io.guard import identities, image_out_refusal, write_whole
 from agentiqa_cli.records import FixOutcome, Result
 from agentiqa_cli.scoring import ToolScorer
-
-FixMode = Literal["off", "check", "geometry", "all"]
-FIX_MODES: tuple[str, ...] = get_args(FixMode)
-FIX_COLUMNS = [
-    "imperfections", "operations", "refused",
-    "score_before", "score_after", "kept", "verdict", "output",
-]  # fmt: skip
-ASSESS_FIX_COLUMNS = ["imperfections", "operations", "refused", "score_before"]
-
-
-def fix_cells(r: Result) -> Mapping[str, str]:
-    """The fix columns of one row (empty when nothing ran)."""
-    f = r.fix
-    if f is None:
-        return {}
-    return {
-        "imperfections": ";".join(f.imperfections),
-        "operations": ";".join(f.operations),
-        "refused": " | ".join(f.refused),
-        "score_before": "" if f.score_before is None else f"{f.score_before:.3f}",
-        "score_after": "" if f.score_after is None else f"{f.score_after:.3f}",
-        "kept": "" if f.kept is None else ("yes" if f.kept else "no"),
-        "verdict": f.verdict,
-        "output": f.output,
-    }
 
 
 def _image(pair: Pair, pixels: NDArray[np.float32]) -> LoadedImage:

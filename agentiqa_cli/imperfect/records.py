@@ -8,11 +8,12 @@ short strings. The ``fix`` and ``locate`` roles' JSON schemas are derived from t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from agentiqa_cli.records import Box, Decode, Unit
+from agentiqa_cli.records import Box, Decode, Result, Unit
 
 MAX_OPERATIONS = 4
 
@@ -133,3 +134,31 @@ class LocateReply(_Model):
 
     found: bool
     box: Box | None = None
+
+
+# the fix columns of a results CSV (fix; assess --fix), here so that a plain assess does not
+# load the fixes (scikit-image) to write them
+FixMode = Literal["off", "check", "geometry", "all"]
+FIX_MODES: tuple[str, ...] = get_args(FixMode)
+FIX_COLUMNS = [
+    "imperfections", "operations", "refused",
+    "score_before", "score_after", "kept", "verdict", "output",
+]  # fmt: skip
+ASSESS_FIX_COLUMNS = ["imperfections", "operations", "refused", "score_before"]
+
+
+def fix_cells(r: Result) -> Mapping[str, str]:
+    """The fix columns of one row (empty when nothing ran)."""
+    f = r.fix
+    if f is None:
+        return {}
+    return {
+        "imperfections": ";".join(f.imperfections),
+        "operations": ";".join(f.operations),
+        "refused": " | ".join(f.refused),
+        "score_before": "" if f.score_before is None else f"{f.score_before:.3f}",
+        "score_after": "" if f.score_after is None else f"{f.score_after:.3f}",
+        "kept": "" if f.kept is None else ("yes" if f.kept else "no"),
+        "verdict": f.verdict,
+        "output": f.output,
+    }
