@@ -6,7 +6,7 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Annotated, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, TypeVar, cast
 
 import typer
 
@@ -36,6 +36,9 @@ from agentiqa_cli.io.trace import NO_TRACE, TraceWriter
 from agentiqa_cli.records import Result, Usage
 from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.wiring import build_runtime
+
+if TYPE_CHECKING:
+    from agentiqa_cli.agent.pipeline import Agent
 
 
 # -- score ---------------------------------------------------------------------------------
@@ -147,10 +150,16 @@ async def scorer_of(tools: tuple[str, ...], rt: Runtime) -> Process:
 
 
 async def fixing_agent_of(fix: str, rt: Runtime) -> Process:
+    return _with_fixes(await rt.agent(), fix)
+
+
+def _with_fixes(agent: Agent, fix: str) -> Process:
+    """``assess --fix``'s checks (and fixes) around ``agent``; the agent itself when off."""
+    if fix == "off":
+        return agent
     # start-up time: the fixes load scikit-image and scipy (only with --fix)
     from agentiqa_cli.imperfect.apply import FixingAgent
 
-    agent = await rt.agent()
     return FixingAgent(agent, cast(FixMode, fix))
 
 
@@ -314,12 +323,7 @@ def assess(
         rt.check_agent_setup()  # unknown tools, bad prompts, bad --vlm: exit 2, outputs untouched
         agent = await rt.agent()  # a wrong model is exit 2 here, before any output
         say_notes(rt)
-        process: Process = agent
-        if fix != "off":
-            # start-up time: as in fixing_agent_of
-            from agentiqa_cli.imperfect.apply import FixingAgent
-
-            process = FixingAgent(agent, cast(FixMode, fix))
+        process = _with_fixes(agent, fix)
         command = "assess" if fix == "off" else f"assess --fix {fix}"  # resume keys differ
         return await run_images(
             rt, opts, command, jobs, process, "assess", extra_columns=ASSESS_FIX_COLUMNS,
