@@ -244,20 +244,8 @@ def main() -> int:
         rc = np.sqrt(np.mean((pred[:, j] - y[:, j]) ** 2))
         fa = np.mean(pred[clean, j] < 4.6)
         print(f"{h:12s} {rm:9.3f} {rc:8.3f} {fa:13.1%}")
-    rises = 0
-    for p in names:
-        for kind in KIND_HEADS:
-            rows = [
-                (it.level, i) for i, it in enumerate(items) if photo[i] == p and it.kind == kind
-            ]
-            if not rows:
-                continue
-            c = [i for i, it in enumerate(items) if photo[i] == p and it.kind == "clean"]
-            seq = [c[0]] + [i for _, i in sorted(rows)] if c else [i for _, i in sorted(rows)]
-            for h in KIND_HEADS[kind]:
-                j = HEADS.index(h)
-                v = fit[seq, j]
-                rises += int(np.sum(np.diff(v) > 0.15))
+    lo, hi, j = pairs.T  # each level against the one before it, as the hinge reads them
+    rises = int(np.sum(fit[hi, j] - fit[lo, j] > 0.15))
     print(f"level steps where a head's output rises by more than 0.15 (fit): {rises}")
     CameraModel.from_network(net, source=f"scripts/train_camera_model.py on {len(items)} "
                              f"images of {len(names)} fit images").save(args.out)  # fmt: skip
