@@ -42,6 +42,13 @@ EXAMINE_NOISE = {"distortion_analysis": {"Global": [
     {"type": "Noise", "severity": "moderate", "explanation": "grain"}]}}  # fmt: skip
 
 
+def noise_script() -> dict[str, object]:
+    """A scripted VLM's replies: a global plan, noise found, contrast selected for it."""
+    return {"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE,
+            "select": {"selected_tools": {"Global": {"Noise": "contrast"}}},
+            "summarize": lambda r: summary_reply()}  # fmt: skip
+
+
 def meta() -> Meta:
     names = [*TOOLS, *DETECTORS]
     return Meta(
@@ -281,9 +288,7 @@ DETECTORS_LIST = list(DETECTORS)
 def test_agent_skips_select_where_the_pool_is_significant(tmp_path: Path) -> None:
     path = tmp_path / "p.db"
     write_pool(path, meta(), records(200))
-    script = {"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE,
-              "select": {"selected_tools": {"Global": {"Noise": "contrast"}}},
-              "summarize": lambda r: summary_reply()}  # fmt: skip
+    script = noise_script()
     base = Settings(tools=["contrast"], concurrency=2)
     without = ScriptedVLM(script)
     res0 = run_agent(base, without, pairs(tmp_path, 3, base))
@@ -411,9 +416,7 @@ def test_build_names_a_category_without_a_synthetic_kind(
 def test_assess_with_evolve_appends_records_and_traces_them(tmp_path: Path) -> None:
     path = tmp_path / "p.db"
     write_pool(path, meta(), records(3))
-    script = {"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE,
-              "select": {"selected_tools": {"Global": {"Noise": "contrast"}}},
-              "summarize": lambda r: summary_reply()}  # fmt: skip
+    script = noise_script()
     settings = Settings(tools=["contrast"], concurrency=2, experience=path, evolve=True)
     trace = tmp_path / "t.jsonl"
     res = run_agent(settings, ScriptedVLM(script), pairs(tmp_path, 2, settings), trace=trace)
@@ -434,9 +437,7 @@ def test_select_is_shown_the_insight_and_rules_follow_it(tmp_path: Path) -> None
     path = tmp_path / "p.db"
     # 3 records: not significant, so the model decides, shown what the pool learnt
     write_pool(path, meta(), records(3))
-    script = {"planner": PLAN_GLOBAL, "examine": EXAMINE_NOISE,
-              "select": {"selected_tools": {"Global": {"Noise": "contrast"}}},
-              "summarize": lambda r: summary_reply()}  # fmt: skip
+    script = noise_script()
     settings = Settings(tools=["contrast"], concurrency=2, experience=path)
     vlm = ScriptedVLM(script)
     run_agent(settings, vlm, pairs(tmp_path, 2, settings))
