@@ -40,6 +40,7 @@ from agentiqa_cli.tools.camera_features import (
     BAND_FEATURES,
     DETECTOR_FEATURES,
     FEATURES,
+    JPEG_FEATURES,
     OCTAVE_FEATURES,
 )
 from agentiqa_cli.tools.camera_fit import fit_network
@@ -115,8 +116,15 @@ def _read_octaves(path: str) -> list[float]:
     return octave_slopes(load_image(path))
 
 
-# the detector and band readings are cached apart from the octave slopes, which were added
-# later: adding a reading re-reads only that reading
+def _read_jpeg(path: str) -> list[float]:
+    from agentiqa_cli.imaging.load import load_image
+    from agentiqa_cli.tools.camera_features import jpeg_quality
+
+    return [jpeg_quality(load_image(path))]
+
+
+# the detector and band readings are cached apart from the octave slopes and the JPEG
+# quality, which were added later: adding a reading re-reads only that reading
 CACHED = DETECTOR_FEATURES + BAND_FEATURES
 
 
@@ -142,6 +150,7 @@ def read_features(items: list[SynthItem], fitset: Path) -> np.ndarray:
     x = np.hstack([
         _cached_readings(items, fitset / "camera_features.json", len(CACHED), _read),
         _cached_readings(items, fitset / "camera_octaves.json", len(OCTAVE_FEATURES), _read_octaves),
+        _cached_readings(items, fitset / "camera_jpeg.json", len(JPEG_FEATURES), _read_jpeg),
     ])  # fmt: skip
     assert x.shape[1] == len(FEATURES)
     return x
@@ -189,6 +198,29 @@ def head_logistic(p3: float, photos: int) -> Logistic:
             f"scripts/train_camera_model.py: the head's output {p3:.2f} (the {CLEAN_PERCENTILE:g}th "
             f"percentile of clean images of photos left out, 5 folds over {photos} fit images) "
             f"reads 4.6, {lo_x} reads {lo_q}"
+        ),
+    )
+
+
+def jpeg_logistic(quality: np.ndarray, items: list[SynthItem]) -> Logistic:
+    """The jpeg_quality card: ``5 - 4 / (1 + exp(b2 (q - b3)))`` fitted (least squares) to the
+    fit set's camera JPEGs, clean (q75 and q80-95) and of the earlier low-quality saves, against
+    the compression head's pseudo-MOS."""
+    from scipy.optimize import least_squares  # fitting only: scoring never loads it
+
+    keep = [i for i, it in enumerate(items) if it.kind in ("clean", "clean_q75", "low_jpeg")
+            and it.path.suffix == ".jpg"]  # fmt: skip
+    q = quality[keep]
+    y = np.array([target(items[i].kind, items[i].level, "compression") for i in keep])
+    fit = least_squares(lambda b: 5.0 - 4.0 / (1.0 + np.exp(b[0] * (q - b[1]))) - y, [0.06, 40.0])
+    b2, b3 = (float(v) for v in fit.x)
+    rmse = float(np.sqrt(np.mean(fit.fun**2)))
+    return Logistic(
+        params=[4.0, round(b2, 6), round(b3, 6), 0.0, 3.0],
+        source=(
+            f"scripts/train_camera_model.py: the reading on the fit set's {len(keep)} camera "
+            "JPEGs, clean (q75 and q80-95) and saved earlier at q60/45/32/22/14, against the "
+            f"pseudo-MOS (5 clean, 5 - 0.8 * level); b1 = 4, b5 = 3, b4 = 0; RMSE {rmse:.3f}"
         ),
     )
 
@@ -260,6 +292,9 @@ def main() -> int:
                 h == "blur"
             ):  # the resolution detector reads the detail head where it finds a lattice
                 write_card_logistic(args.cards / "resolution.yaml", head_logistic(p3, len(names)))
+        jpeg = jpeg_logistic(x[:, FEATURES.index("jpeg_quality")], items)
+        write_card_logistic(args.cards / "jpeg_quality.yaml", jpeg)
+        print(f"{args.cards / 'jpeg_quality.yaml'}: {jpeg.source}")
     return 0
 
 

@@ -24,7 +24,7 @@ from agentiqa_cli.tools.camera_model import (
     shipped,
 )
 from agentiqa_cli.tools.cards import load_cards
-from agentiqa_cli.tools.detectors import DETECTORS
+from agentiqa_cli.tools.detectors import DETECTORS, jpeg_quality
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +141,28 @@ def test_a_photo_twice_the_size_reads_as_its_view(photo: np.ndarray, tmp_path: P
     fa, fb = features(a), features(b)
     band = [FEATURES.index(n) for n in ("fine0_p90", "flat_y0", "flat_c0")]
     assert fa[band] == pytest.approx(fb[band], abs=0.1), (fa[band], fb[band])
+
+
+def test_jpeg_quality_reads_the_coarsest_save_from_the_pixels(
+    photo: np.ndarray, tmp_path: Path
+) -> None:
+    rgb = Image.fromarray((photo * 255 + 0.5).astype(np.uint8))
+
+    def read(im: Image.Image, name: str, **save: int) -> float:
+        im.save(tmp_path / name, **save)
+        return jpeg_quality(load_image(tmp_path / name))
+
+    assert read(rgb, "lossless.png") == 100.0
+    assert read(rgb, "q90.jpg", quality=90) >= 80.0  # a camera's save: steps too fine to tell
+    assert abs(read(rgb, "q75.jpg", quality=75) - 75.0) <= 3.0
+    rgb.save(tmp_path / "q30.jpg", quality=30)
+    with Image.open(tmp_path / "q30.jpg") as early:
+        early = early.convert("RGB")
+        # the earlier, coarser save shows through a later fine one ...
+        assert abs(read(early, "q30_q90.jpg", quality=90) - 30.0) <= 4.0
+        # ... and a crop, whose grid is found where the blocks' edges stand out ...
+        cropped = early.crop((5, 3, early.width, early.height))
+        assert abs(read(cropped, "q30_cropped.png") - 30.0) <= 4.0
+        # ... but not through a resize, which breaks the grid
+        half = early.resize((early.width // 2, early.height // 2), Image.Resampling.LANCZOS)
+        assert read(half, "q30_half.png") >= 80.0

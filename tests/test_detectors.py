@@ -19,6 +19,7 @@ from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import load_cards
 from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS, detect_all, findings
 from agentiqa_cli.tools.logistic import logistic5
+from agentiqa_cli.tools.severity import severity_of
 
 
 def _photo(name: str = "astronaut", side: int = 320) -> np.ndarray:
@@ -148,6 +149,24 @@ def test_findings_keep_one_per_category_worst_first(cards):
         SEVERITIES.index(bright.severity) >= SEVERITIES.index("severe") and "0.05" in bright.reason
     )
     assert SEVERITIES.index(found[0].severity) >= SEVERITIES.index(found[-1].severity)
+
+
+def test_moderate_blockiness_names_compression_only_with_a_coarse_jpeg_lattice(cards):
+    def severity(raw: float) -> str:
+        return severity_of(cards.get("blockiness").normalize(raw))
+
+    moderate = next(v for v in np.linspace(0.0, 5.0, 501) if severity(v) == "moderate")
+    severe = next(v for v in np.linspace(0.0, 5.0, 501) if severity(v) == "severe")
+
+    def named(blocks: float, quality: float) -> str:
+        found = findings({"blockiness": blocks, "jpeg_quality": quality}, cards)
+        return next(f.severity for f in found if f.category == "Compression")
+
+    # a camera's own q75 save (or no coarser lattice at all): its steps are not damage
+    assert named(moderate, 75.0) == "slight" and named(moderate, 100.0) == "slight"
+    # a coarse earlier save corroborates them: the worse of the two readings is named
+    assert named(moderate, 45.0) == "moderate"
+    assert named(severe, 100.0) == "severe"  # severe blocking stands without a lattice
 
 
 def test_black_and_white_photo_is_not_a_colour_distortion(cards):

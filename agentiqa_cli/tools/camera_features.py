@@ -17,7 +17,9 @@ reading, these band and colour statistics:
 - luma percentiles and the shares of clipped and black pixels: exposure;
 - the fall of energy from each octave of the whole view to the next coarser one (seven
   octaves, 2 to 256 px): how far up the spectrum a blur or an upscale reaches, which the
-  32 px tiles cannot tell for a long shake or a 4-6x upscale.
+  32 px tiles cannot tell for a long shake or a 4-6x upscale;
+- the JPEG quality of the coarsest save the pixels went through (``jpeg_quality``), from
+  the lattice its quantizer leaves in the 8x8 DCT coefficients.
 
 Every plane is read at viewing scale, so a 2x or a 24 MP photo reads as its 1024 px view;
 below that the statistics follow the pixel grid: the model learns what a reading means on
@@ -52,7 +54,10 @@ OCTAVE_FEATURES: tuple[str, ...] = tuple(f"octave{k}" for k in range(OCTAVES - 1
 # the floor added to a global band's mean energy (8-bit code values squared)
 OCTAVE_FLOOR = 0.01
 
-FEATURES: tuple[str, ...] = DETECTOR_FEATURES + BAND_FEATURES + OCTAVE_FEATURES
+# read by the model, not in SIGNALS (whose readings were cached for training before it)
+JPEG_FEATURES: tuple[str, ...] = ("jpeg_quality",)
+
+FEATURES: tuple[str, ...] = DETECTOR_FEATURES + BAND_FEATURES + OCTAVE_FEATURES + JPEG_FEATURES
 
 
 def _tiles(b: F32, t: int, ny: int, nx: int) -> F32:
@@ -166,6 +171,7 @@ def features(image: LoadedImage, readings: dict[str, float] | None = None) -> ND
     return np.array(
         [raw[n] for n in DETECTOR_FEATURES]
         + [bands[n] for n in BAND_FEATURES]
-        + octave_slopes(image),
+        + octave_slopes(image)
+        + [DETECTORS["jpeg_quality"](image)],
         np.float64,
     )

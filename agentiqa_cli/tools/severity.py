@@ -38,6 +38,22 @@ CUTS: tuple[tuple[float, Severity], ...] = (
 # 34% of them while calling 2 of the realset's 38 held-out clean images cast; the goal is 95%.
 # ``colorcast`` stays a tool (``score --tools colorcast``) and evidence for a model.
 
+# A camera's own JPEG save (quality 70 and up) leaves 8x8 steps on dark, smooth skies that
+# blockiness reads as moderate. Where the quantizer's lattice in the pixels (jpeg_quality)
+# shows that the coarsest save was such a one, or finer, those steps name no visible
+# compression: blockiness reads "slight" there. Severe blocking stands whatever the lattice
+# says (an image edited after its save loses the lattice but keeps its blocks).
+CAMERA_JPEG = 70.0
+
+
+def _corroborated(name: str, severity: Severity, readings: Mapping[str, float]) -> Severity:
+    if name == "blockiness" and severity == "moderate":
+        quality = readings.get("jpeg_quality")
+        if quality is not None and quality >= CAMERA_JPEG:
+            return "slight"
+    return severity
+
+
 _Reason = Callable[[float], str]
 
 # how each detector words its reading in a finding; the category comes from categories.py
@@ -48,6 +64,11 @@ REASONS: dict[str, _Reason] = {
     ),
     "noise": lambda v: f"noise sigma {v:.3f} of full scale",
     "blockiness": lambda v: f"8×8 block-grid steps stand out by {v:.2f}",
+    "jpeg_quality": lambda v: (
+        f"the pixels went through a JPEG save at about quality {v:.0f}"
+        if v < 100
+        else "no JPEG save coarser than about quality 85 shows in the pixels"
+    ),
     "underexposure": lambda v: (
         f"even the highlights only reach {v:.2f} of full scale (brightest channel)"
     ),
@@ -129,7 +150,7 @@ def findings(readings: Mapping[str, float], cards: CardSet | None = None) -> lis
         category = category_of_detector(name)
         if category is None or name not in cards or raw is None or raw != raw:
             continue
-        sev = severity_of(cards.get(name).normalize(float(raw)))
+        sev = _corroborated(name, severity_of(cards.get(name).normalize(float(raw))), readings)
         f = Finding(
             category=category,
             severity=sev,
