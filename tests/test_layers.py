@@ -131,63 +131,6 @@ def test_a_plain_assess_loads_no_heavy_scipy_or_scikit_image(tmp_path: Path) -> 
     assert (tmp_path / "r.csv").read_text().count("\n") == 2  # header and the image's row
 
 
-# run agentiqa's CLI as an install without scikit-image would: any import of it fails, and is
-# reported on stderr after the command, whether or not the command caught the failure
-WITHOUT_SCIKIT_IMAGE = """
-import runpy, sys
-tried = []
-class NoScikitImage:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == "skimage":
-            tried.append(name)
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-sys.meta_path.insert(0, NoScikitImage())
-sys.argv = ["agentiqa", *sys.argv[1:]]
-try:
-    runpy.run_module("agentiqa_cli", run_name="__main__")
-except SystemExit as e:
-    code = e.code
-else:
-    code = 0
-print("skimage imports:", tried, file=sys.stderr)
-sys.exit(code)
-"""
-
-
-def test_the_core_commands_run_without_scikit_image(tmp_path: Path) -> None:
-    """The core install has no scikit-image (it is the samples extra): score, assess, report
-    and fix (whose denoise and deblur run here) never import it."""
-    import numpy as np
-    from scipy import ndimage
-
-    from tests.conftest import save_rgb, scene
-
-    x = np.asarray(scene(3), dtype=np.float32) / 255.0
-    noisy = save_rgb(
-        tmp_path / "in" / "noisy.png", x + np.random.default_rng(0).normal(0, 0.08, x.shape)
-    )
-    blurry = save_rgb(tmp_path / "in" / "blurry.png", ndimage.gaussian_filter(x, (2.5, 2.5, 0)))
-    small = save_rgb(tmp_path / "in" / "small.png", x[:30, :40])  # sharpness without tiles
-    out = tmp_path / "out"
-    commands = [
-        ["score", str(tmp_path / "in"), "-o", str(out / "s.csv"), "-q"],
-        ["assess", str(tmp_path / "in"), "-o", str(out / "a.csv"), "-q"],
-        ["report", str(out / "a.csv"), "--out", str(out / "r.html")],
-        ["fix", str(noisy), str(blurry), "--out-dir", str(out / "fixed"), "-q"],
-    ]
-    for args in commands:
-        done = subprocess.run(
-            [sys.executable, "-c", WITHOUT_SCIKIT_IMAGE, *args], capture_output=True, text=True,
-            timeout=600, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )  # fmt: skip
-        assert done.returncode == 0, (args[0], done.stderr[-3000:])
-        assert done.stderr.strip().splitlines()[-1] == "skimage imports: []", args[0]
-    assert small.name in (out / "s.csv").read_text()
-    fixes = (out / "fixed" / "fixes.csv").read_text()
-    assert ",denoise," in fixes and ",deblur," in fixes
-
-
 # Function-local imports are for start-up time (a heavy library or feature loads with the
 # command that needs it) or an optional extra (torch, pyiqa, ray, vllm, matplotlib,
 # openpyxl); everything else is imported at the top, where lint-imports sees the layering.
