@@ -55,7 +55,7 @@ def test_non_local_means_removes_most_of_the_noise() -> None:
 def test_the_bands_change_nothing_but_rounding() -> None:
     noisy = _noisy(_clean(), 0.05)
     whole = nl_means(noisy, 0.04, 0.05, band=10_000)
-    assert np.abs(nl_means(noisy, 0.04, 0.05, band=17) - whole).max() < 1e-9
+    assert np.abs(nl_means(noisy, 0.04, 0.05, band=17) - whole).max() < 1e-5  # float32 sums
 
 
 def test_richardson_lucy_undoes_the_blur_of_its_psf() -> None:

