@@ -26,7 +26,7 @@ LOCK := flock $(VENV).lock
 $(STAMP): pyproject.toml
 	$(LOCK) sh -c 'test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)'
 	$(LOCK) $(PIP) install $(TORCH_PINS)
-	$(LOCK) $(PIP) install -e '.[pyiqa,ray,plot,dev]' $(TORCH_PINS)
+	$(LOCK) $(PIP) install -e '.[pyiqa,ray,plot,samples,dev]' $(TORCH_PINS)
 	@# NIQE's parameters from the Apache-2.0 basicsr sdist on PyPI (pyiqa would fetch them from the Hub)
 	$(LOCK) $(BIN)/python scripts/prefill_niqe.py
 	touch $(STAMP)

@@ -5,10 +5,13 @@
 Creates a virtualenv in a temporary folder (or DIR, kept afterwards), installs this checkout
 into it without extras (dependencies come from the package index), then checks that:
 
-- torch, torchvision and pyiqa are not installed, and no installed distribution carries a
-  non-commercial licence in its metadata;
-- `agentiqa score` and `agentiqa assess` (rules backend) run on a generated image, exit 0;
-- `agentiqa score --tools niqe` exits 2 naming `agentiqa[pyiqa]`, with no traceback.
+- torch, torchvision, pyiqa and scikit-image are not installed, and no installed distribution
+  carries a non-commercial licence in its metadata;
+- `agentiqa score` and `agentiqa assess` (rules backend) run on a generated image, exit 0, and
+  `agentiqa fix` denoises a noisy copy of it (exit 0, the fixed image written);
+- `agentiqa score --tools niqe` exits 2 naming `agentiqa[pyiqa]`, with no traceback;
+- the install added less than ``LIMIT_MB`` to the empty venv's site-packages (file sizes,
+  the bytecode pip compiled included; 1 MB = 10^6 bytes).
 
 Prints the install time and the venv's size (site-packages, what the install added to an
 empty venv's, and the whole venv) in MB; exits 1 on the first failed check.
@@ -28,7 +31,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN = ("torch", "torchvision", "pyiqa")
+FORBIDDEN = ("torch", "torchvision", "pyiqa", "scikit-image")  # the last: the samples extra
+LIMIT_MB = 300
 
 # run inside the venv: every installed distribution with its licence fields
 LICENCES = r"""
@@ -52,6 +56,8 @@ y, x = np.mgrid[0:256, 0:320]
 img = np.stack([x / 320 * 255, y / 256 * 255, (x + y) / 576 * 255], -1)
 img = img + rng.normal(0, 4, img.shape)
 Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(sys.argv[1])
+noisy = img + rng.normal(0, 20, img.shape)
+Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8)).save(sys.argv[2])
 """
 
 
@@ -111,13 +117,22 @@ def main(keep: Path | None) -> None:
         }
         check(not noncommercial, f"no non-commercial licence installed ({noncommercial or '-'})")
 
-        image = work / "gradient.png"
-        check(run([py, "-c", IMAGE, str(image)], work, env).returncode == 0, "generate an image")
+        image, noisy = work / "gradient.png", work / "noisy.png"
+        made = run([py, "-c", IMAGE, str(image), str(noisy)], work, env)
+        check(made.returncode == 0, "generate the images", made)
         agentiqa = str(venv / "bin" / "agentiqa")
         for command in ("score", "assess"):
             out = work / f"{command}.csv"
             proc = run([agentiqa, command, str(image), "-o", str(out), "-q"], work, env)
             check(proc.returncode == 0 and out.is_file(), f"agentiqa {command}: exit 0", proc)
+        fixed = work / "fixed"
+        proc = run([agentiqa, "fix", str(noisy), "--out-dir", str(fixed), "-q"], work, env)
+        table = (fixed / "fixes.csv").read_text() if (fixed / "fixes.csv").is_file() else ""
+        check(
+            proc.returncode == 0 and ",denoise," in table and any(fixed.glob("noisy-*")),
+            "agentiqa fix: denoised, exit 0",
+            proc,
+        )
         niqe = [agentiqa, "score", str(image), "--tools", "niqe", "-o", str(work / "niqe.csv")]
         proc = run(niqe, work, env)
         named = "agentiqa[pyiqa]" in proc.stderr and "Traceback" not in proc.stderr
@@ -129,6 +144,7 @@ def main(keep: Path | None) -> None:
         print(f"      {proc.stderr.strip()}")
 
         total = du_mb(site)
+        check(total - empty < LIMIT_MB, f"the install added {total - empty:.0f} MB (< {LIMIT_MB})")
         print(
             f"light install: {seconds:.0f} s; site-packages {total:.0f} MB ({total - empty:.0f} MB "
             f"more than the empty venv's; {du_mb(site, '__pycache__'):.0f} MB of it bytecode pip "

@@ -17,7 +17,7 @@ from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import SEVERITIES
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import load_cards
-from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS, detect_all, findings
+from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS, blur_effect, detect_all, findings
 from agentiqa_cli.tools.logistic import logistic5
 from agentiqa_cli.tools.severity import severity_of
 
@@ -636,3 +636,23 @@ def test_crisp_along_reads_the_motion_direction_only(photo):
     sharp = min(_crisp_along(_img(photo), np.sin(a), np.cos(a)) for a in np.radians([0, 45, 90]))
     assert along < 0.3 < 0.6 < across
     assert sharp > 0.6
+
+
+def test_a_picture_too_small_for_tiles_is_judged_whole_and_blur_lowers_it(photo) -> None:
+    """Below 44 px a side there are no 32 px tiles: the whole-image blur effect (numpy, no
+    scikit-image) reads a crisp crop sharper than the same crop blurred."""
+    crop = photo[100:136, 120:160]
+    blurred = ndimage.gaussian_filter(crop, (1.5, 1.5, 0))
+    assert DETECTORS["sharpness"](_img(crop)) > DETECTORS["sharpness"](_img(blurred)) + 0.1
+
+
+def test_the_whole_image_blur_effect_is_scikit_images() -> None:
+    measure = pytest.importorskip("skimage.measure")
+    rng = np.random.default_rng(0)
+    gray = _photo("camera", 512)[..., 0]
+    for i in range(40):
+        h, w = (int(v) for v in rng.integers(16, 44, 2))
+        y, x = (int(v) for v in rng.integers(0, 400, 2))
+        g = gray[y : y + h, x : x + w]
+        g = ndimage.gaussian_filter(g, 1 + i % 3) if i % 2 else g
+        assert blur_effect(g) == pytest.approx(float(measure.blur_effect(g)), abs=1e-5)

@@ -1,4 +1,5 @@
-"""The core install runs without torch, torchvision and pyiqa (issue 24, "A light install").
+"""The core install runs without torch, torchvision, pyiqa and scikit-image (issue 24, "A
+light install"; scikit-image is the samples extra).
 
 Each command runs in a subprocess whose import system refuses those packages, as if they
 were not installed: the core commands must work and never try to import them; a tool or
@@ -14,7 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy import ndimage
 
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.cards import load_cards
@@ -54,8 +57,11 @@ sys.exit(code)
 """
 
 
+EXTRAS = ("torch", "torchvision", "pyiqa", "skimage")
+
+
 def light(
-    args: list[str], cwd: Path, blocked: tuple[str, ...] = ("torch", "torchvision", "pyiqa")
+    args: list[str], cwd: Path, blocked: tuple[str, ...] = EXTRAS
 ) -> tuple[int, str, str, dict[str, list[str]]]:
     env = os.environ | {
         "PYTHONPATH": str(ROOT),
@@ -88,11 +94,12 @@ CORE_MODULES = (
 
 
 def test_core_modules_import_nothing_of_the_extra_at_module_level() -> None:
-    """Here torch and pyiqa are installed: importing the core must still not load them."""
+    """Here torch, pyiqa and scikit-image are installed: importing the core must still not
+    load them."""
     code = (
         f"import sys, {', '.join(CORE_MODULES)}; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision', "
-        "'pyiqa', 'matplotlib')); print(bad); sys.exit(1 if bad else 0)"
+        "'pyiqa', 'matplotlib', 'skimage')); print(bad); sys.exit(1 if bad else 0)"
     )
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
@@ -125,6 +132,27 @@ def test_core_commands_never_import_torch_or_pyiqa(
     assert code == 0, err
     assert seen == {"tried": [], "loaded": []}, f"{' '.join(command)} imported {seen}"
     assert "Traceback" not in err
+
+
+def test_fix_denoises_and_deblurs_and_tiny_images_score_without_the_extras(
+    tmp_path: Path,
+) -> None:
+    """The fixes' restoration and the small-image sharpness are numpy/scipy/PyWavelets."""
+    x = natural_like(160, 200)
+    noisy = save_rgb(
+        tmp_path / "in" / "noisy.png", x + np.random.default_rng(0).normal(0, 0.08, x.shape)
+    )
+    blurry = save_rgb(tmp_path / "in" / "blurry.png", ndimage.gaussian_filter(x, (2.5, 2.5, 0)))
+    code, _, err, seen = light(
+        ["fix", str(noisy), str(blurry), "-o", str(tmp_path / "fixed")], tmp_path
+    )
+    assert code == 0, err
+    assert seen == {"tried": [], "loaded": []}
+    fixes = (tmp_path / "fixed" / "fixes.csv").read_text()
+    assert ",denoise," in fixes and ",deblur," in fixes
+    tiny = save_rgb(tmp_path / "tiny.png", x[:30, :40])  # too small for the sharpness tiles
+    code, _, err, seen = light(["score", str(tiny), "-o", str(tmp_path / "t.csv")], tmp_path)
+    assert code == 0 and seen == {"tried": [], "loaded": []}, err
 
 
 def test_report_runs_without_the_extra(image: Path, tmp_path: Path) -> None:
@@ -191,7 +219,7 @@ def test_eval_bench_mos_without_matplotlib_exits_2_naming_the_plot_extra(tmp_pat
     code, _, err, _ = light(
         ["eval-bench", "mos", str(tmp_path / "none"), "--out-dir", str(tmp_path / "o")],
         tmp_path,
-        blocked=("torch", "torchvision", "pyiqa", "matplotlib"),
+        blocked=(*EXTRAS, "matplotlib"),
     )
     assert code == 2 and "agentiqa[plot]" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()

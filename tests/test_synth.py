@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from PIL import Image
 
 from agentiqa_cli.bench.synth import generate, generate_from_dir, read_manifest, sample_photos
 from agentiqa_cli.bench.synth_eval import load_manifest
-from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.errors import ConfigError, MissingExtraError
 from agentiqa_cli.imaging.distort import KINDS, LEVELS, distort
 
 LUMA = np.array([0.299, 0.587, 0.114], np.float32)
@@ -137,3 +138,13 @@ def test_generate_from_dir_resizes_and_writes_manifest(tmp_path):
     assert len(df) == 2 * (1 + 2)
     with Image.open(tmp_path / "out" / "clean" / "g.png") as im:
         assert max(im.size) == 64 and im.mode == "RGB"
+
+
+def test_the_sample_photos_without_scikit_image_name_the_samples_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bundled photos come from scikit-image, the samples extra: without it, exit 2."""
+    monkeypatch.setitem(sys.modules, "skimage", None)  # import skimage now fails
+    with pytest.raises(MissingExtraError, match=r"pip install 'agentiqa\[samples\]'") as e:
+        sample_photos(tmp_path, 64, names=("astronaut",))
+    assert e.value.exit_code == 2 and not any(tmp_path.iterdir())

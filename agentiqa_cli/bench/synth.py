@@ -12,9 +12,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
-from skimage import data
 
-from agentiqa_cli.errors import ConfigError
+from agentiqa_cli.errors import ConfigError, MissingExtraError
 from agentiqa_cli.imaging.discover import IMAGE_EXTENSIONS
 from agentiqa_cli.imaging.distort import (
     KINDS,
@@ -101,8 +100,9 @@ def read_manifest(path: Path) -> list[SynthItem]:
 
 # -- bundled clean photos ------------------------------------------------------------------
 
-# Photographs shipped inside scikit-image (no pooch download needed). "rocket" is a night
-# scene and "coffee" has a shallow depth of field: both are there to catch false alarms.
+# Photographs shipped inside scikit-image (no pooch download needed), which the ``samples``
+# extra installs: `make demo`, the benchmarks and the fit scripts start from them. "rocket" is
+# a night scene and "coffee" has a shallow depth of field: both are there to catch false alarms.
 PHOTOS: tuple[str, ...] = (
     "astronaut",
     "coffee",
@@ -116,6 +116,11 @@ PHOTOS: tuple[str, ...] = (
 
 
 def _skimage_photo(name: str) -> NDArray[np.uint8]:
+    # an optional extra (samples): the core install has no scikit-image
+    try:
+        from skimage import data
+    except ImportError as e:
+        raise MissingExtraError("the sample photos bundled with scikit-image", "samples") from e
     img = data.stereo_motorcycle()[0] if name == "motorcycle" else getattr(data, name)()
     img = np.asarray(img)
     if img.ndim == 2:

@@ -86,7 +86,7 @@ def fix(
     `score`'s default no-reference tools and fusion (--tolerance); a refused fix writes
     nothing. Every image's findings, operations, scores and verdict are in the results CSV
     (OUT_DIR/fixes.csv) and the trace; --check prints them and writes nothing."""
-    # start-up time: the checks and fixes load scipy.ndimage and scikit-image
+    # start-up time: the checks and fixes load scipy.ndimage, scipy.signal and PyWavelets
     from agentiqa_cli.imperfect import apply, output
 
     chosen = {"jpg": "jpeg"}.get(image_format or "", image_format)

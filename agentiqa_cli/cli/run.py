@@ -157,7 +157,7 @@ def _with_fixes(agent: Agent, fix: str) -> Process:
     """``assess --fix``'s checks (and fixes) around ``agent``; the agent itself when off."""
     if fix == "off":
         return agent
-    # start-up time: the fixes load scikit-image and scipy (only with --fix)
+    # start-up time: the fixes load scipy.signal and PyWavelets (only with --fix)
     from agentiqa_cli.imperfect.apply import FixingAgent
 
     return FixingAgent(agent, cast(FixMode, fix))

@@ -137,7 +137,7 @@ class LocateReply(_Model):
 
 
 # the fix columns of a results CSV (fix; assess --fix), here so that a plain assess does not
-# load the fixes (scikit-image) to write them
+# load the fixes (scipy.signal, PyWavelets) to write them
 FixMode = Literal["off", "check", "geometry", "all"]
 FIX_MODES: tuple[str, ...] = get_args(FixMode)
 FIX_COLUMNS = [

@@ -236,6 +236,42 @@ def blur_effect_tiles(tiles: F32, h_size: int = 11) -> tuple[F32, F32]:
     return energy, lost
 
 
+def _sobel(a: NDArray[np.float64], axis: int) -> NDArray[np.float64]:
+    """|Sobel| across ``axis`` (differences along it, [1, 2, 1] / 4 smoothing along the other),
+    with the edges mirrored (``scipy.ndimage``'s "reflect")."""
+    p = np.pad(a, 1, mode="symmetric")
+    if axis == 0:
+        d = p[2:] - p[:-2]
+        return np.abs(d[:, :-2] + 2.0 * d[:, 1:-1] + d[:, 2:]) / 4.0
+    d = p[:, 2:] - p[:, :-2]
+    return np.abs(d[:-2] + 2.0 * d[1:-1] + d[2:]) / 4.0
+
+
+def blur_effect(g: F32, h_size: int = 11) -> float:
+    """Crété-Roffet blur effect of a whole 2-D image (0 sharp ... 1 blurred), the larger of
+    its two axes': F. Crété-Roffet et al., "The Blur Effect: Perception and Estimation with a
+    New No-Reference Perceptual Blur Metric" (SPIE Human Vision and Electronic Imaging XII,
+    2007), computed as ``skimage.measure.blur_effect`` does (Sobel gradients, an ``h_size``
+    box re-blur with mirrored edges, the borders left out of the sums); tests/test_detectors.py
+    compares the two when scikit-image is installed. The tiles of ``blur_effect_tiles`` are
+    the measure for images large enough to have them."""
+    x = g.astype(np.float64)
+    r = h_size // 2
+    tiny = np.spacing(np.float64(1))  # no gradient reads as this, never as 0
+    inner = (slice(2, x.shape[0] - 1), slice(2, x.shape[1] - 1))
+    blur = 0.0
+    for axis in (0, 1):
+        widths = [(r, r) if a == axis else (0, 0) for a in (0, 1)]
+        soft = np.lib.stride_tricks.sliding_window_view(
+            np.pad(x, widths, mode="symmetric"), h_size, axis=axis
+        ).mean(axis=-1)
+        sharp = np.maximum(tiny, _sobel(x, axis))
+        lost = np.maximum(0.0, sharp - np.maximum(tiny, _sobel(soft, axis)))
+        energy = float(sharp[inner].sum())
+        blur = max(blur, abs(energy - float(lost[inner].sum())) / energy)
+    return blur
+
+
 # a tile carries focus information only when its strongest direction's mean neighbour step is at
 # least one 8-bit code value: smooth gradients (a full-range ramp over a few hundred pixels)
 # and flat fills stay below, while an edge of 0.3 contrast even blurred over a whole 32 px
@@ -286,10 +322,7 @@ def _sharpest_region(image: LoadedImage) -> float:
     m, t = 6, TILE  # m: context around a tile for the 11-sample re-blur
     ny, nx = (g.shape[0] - 2 * m) // t, (g.shape[1] - 2 * m) // t
     if ny < 1 or nx < 1:
-        # start-up time: scikit-image loads only for images too small for the block measure
-        from skimage.measure import blur_effect
-
-        return float(1.0 - blur_effect(g))
+        return 1.0 - blur_effect(g)  # too small for the tiles: the whole image at once
     inner = g[m : m + ny * t, m : m + nx * t]
     act = np.abs(np.diff(inner, axis=0))[:, :-1] + np.abs(np.diff(inner, axis=1))[:-1, :]
     proxy = _tile_sums(np.pad(act, ((0, 1), (0, 1))), t).ravel()
