@@ -34,7 +34,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agentiqa_cli.imaging.load import LoadedImage
-from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS, _cached, _chroma, _detail, _sample
+from agentiqa_cli.tools.detectors import (
+    DETECTORS,
+    SIGNALS,
+    _cached,
+    _chroma,
+    _detail,
+    _sample,
+    jpeg_quality,
+)
 
 F32 = NDArray[np.float32]
 
@@ -172,6 +180,6 @@ def features(image: LoadedImage, readings: dict[str, float] | None = None) -> ND
         [raw[n] for n in DETECTOR_FEATURES]
         + [bands[n] for n in BAND_FEATURES]
         + octave_slopes(image)
-        + [DETECTORS["jpeg_quality"](image)],
+        + [jpeg_quality(image)],
         np.float64,
     )
