@@ -19,7 +19,7 @@ from agentiqa_cli.cli.options import (
     shared,
     tool_list,
 )
-from agentiqa_cli.cli.run import note_backend, say_notes, with_runtime
+from agentiqa_cli.cli.session import note_backend, say_notes, with_runtime
 from agentiqa_cli.config import DEFAULT_QUERY
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.evaluate.tiers import (

@@ -22,7 +22,8 @@ from agentiqa_cli.cli.options import (
     out_dir_option,
     shared,
 )
-from agentiqa_cli.cli.run import note_backend, run_images, say_notes, with_runtime
+from agentiqa_cli.cli.run import run_images
+from agentiqa_cli.cli.session import note_backend, say_notes, with_runtime
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import EXIT_INPUT
 from agentiqa_cli.imperfect.records import FIX_COLUMNS, fix_cells

@@ -6,7 +6,7 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -27,7 +27,7 @@ from agentiqa_cli.cli.options import (
     tool_list,
 )
 from agentiqa_cli.cli.report import ReportOpt, report_after_run
-from agentiqa_cli.config import Settings
+from agentiqa_cli.cli.session import note_backend, say_notes, with_runtime
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
 from agentiqa_cli.imaging.discover import Job
@@ -79,15 +79,6 @@ def score(
     summary = asyncio.run(with_runtime(settings, main))
     report_after_run(opts.out, report)
     finish(summary, opts, "agentiqa score")
-
-
-T = TypeVar("T")
-
-
-async def with_runtime(settings: Settings, main: Callable[[Runtime], Awaitable[T]]) -> T:
-    """Every command's Runtime: built from its settings, closed when ``main`` returns."""
-    async with build_runtime(settings) as rt:
-        return await main(rt)
 
 
 async def run_images(
@@ -222,20 +213,6 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
 
 
 # -- plan / assess ------------------------------------------------------------------------
-def note_backend(rt: Runtime) -> None:
-    if rt.settings.vlm == "rules":
-        ui.note(
-            "note: no VLM configured; using the deterministic rules backend "
-            "(set --vlm URL --model NAME or AGENTIQA_VLM_URL for a vision-language model)",
-        )
-
-
-def say_notes(rt: Runtime) -> None:
-    """What connecting to the VLM found (an unreachable server, a fallback): said once."""
-    for n in rt.notes:
-        ui.warn(n)
-
-
 @app.command(epilog=EXIT_CODES_HELP)
 @shared("vlm", "setup")
 def plan(
