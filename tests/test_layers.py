@@ -100,7 +100,8 @@ def test_the_cli_starts_without_the_agent_or_heavy_libraries() -> None:
              "matplotlib", "agentiqa_cli.imperfect.checks", "agentiqa_cli.bench.runs",
              "agentiqa_cli.evaluate.loop", "agentiqa_cli.report.html", "agentiqa_cli.experience.pool",
              "agentiqa_cli.cli.work.bench_run", "agentiqa_cli.cli.work.report",
-             "agentiqa_cli.cli.work.experience"]  # fmt: skip
+             "agentiqa_cli.cli.work.experience", "agentiqa_cli.cli.work.fix",
+             "agentiqa_cli.cli.work.evaluate", "agentiqa_cli.imperfect.apply"]  # fmt: skip
     code = f"import sys, agentiqa_cli.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
@@ -139,7 +140,7 @@ def test_a_plain_assess_loads_no_heavy_scipy_or_scikit_image(tmp_path: Path) -> 
 # openpyxl); everything else is imported at the top, where lint-imports sees the layering.
 # The count may only fall. The CLI defers a command's work through one place (cli/work/) and
 # the numeric libraries load through one place (heavy.py); an import by name counts too.
-LOCAL_IMPORTS_MAX = 15
+LOCAL_IMPORTS_MAX = 12
 
 
 def _is_import(node: ast.AST) -> bool:

@@ -1,5 +1,5 @@
 """`experience build` and `experience show`: the pool that learns which tool to trust (the
-flags here; the pool is built and shown by ``cli/work/experience.py``)."""
+flags here; the pool is built by ``cli/work/experience.py``, shown by ``pool_show.py``)."""
 
 from __future__ import annotations
 
@@ -86,4 +86,4 @@ def show(
 ) -> None:
     """The rankings per (mode, degradation set): θ, d and SE of the top two, significance,
     pattern profiles and the insight text `select` is shown."""
-    work.experience.show(pool, json_out)
+    work.pool_show.show_file(pool, json_out)

@@ -17,7 +17,10 @@ if TYPE_CHECKING:
         bench_mos,
         bench_synth,
         bench_vqpp,
+        evaluate,
         experience,
+        fix,
+        pool_show,
         report,
     )
 
@@ -27,7 +30,10 @@ __all__ = [
     "bench_mos",
     "bench_synth",
     "bench_vqpp",
+    "evaluate",
     "experience",
+    "fix",
+    "pool_show",
     "report",
 ]
 

@@ -1,22 +1,21 @@
-"""`experience build` and `experience show`'s work: the pool built through the one batch path
-(scipy and the distortion library load with it) and shown."""
+"""`experience build`'s work: the pool built through the one batch path (scipy and the
+distortion library load with it), then shown as `experience show` shows it."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.table import Table
 
 from agentiqa_cli.batch import BatchSummary, Process
 from agentiqa_cli.cli import render as ui
 from agentiqa_cli.cli.options import Common, tool_list
 from agentiqa_cli.cli.session import with_runtime
+from agentiqa_cli.cli.work import pool_show
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.experience.build import MODES, build_pool
-from agentiqa_cli.experience.pool import Pool, read_pool
+from agentiqa_cli.experience.pool import Pool
 from agentiqa_cli.gate import EXIT_INPUT
 from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.io.trace import TraceWriter
@@ -79,64 +78,6 @@ def build(
     pool = asyncio.run(with_runtime(settings, main))
     for n in notes:
         ui.note(n)
-    _show(pool, json_out)
+    pool_show.show(pool, json_out)
     if skipped:  # the pool is written without them; some inputs failed: exit 3
         raise typer.Exit(EXIT_INPUT)
-
-
-def show(path: Path, json_out: bool) -> None:
-    _show(read_pool(path), json_out)
-
-
-def pool_json(pool: Pool) -> dict[str, Any]:
-    return {
-        "path": str(pool.path),
-        "source": pool.meta.source,
-        "records": len(pool.records),
-        "entries": [
-            {
-                "mode": e.mode,
-                "degradations": e.degradations,
-                "records": e.records,
-                "significant": e.significant,
-                "best": e.best,
-                "d": e.d,
-                "se": e.se,
-                "nu": e.nu,
-                "ranking": [{"tool": t, "theta": th, "se": se} for t, th, se in e.ranking()],
-                "profiles": [p.model_dump() for p in e.profiles],
-                "insight": e.insight(),
-            }
-            for e in pool.entries.values()
-        ],
-    }
-
-
-def _show(pool: Pool, json_out: bool) -> None:
-    if json_out:
-        ui.print_json(pool_json(pool))
-        return
-    table = Table(title=f"experience pool {ui.cell(str(pool.path))}")
-    cols = ("mode", "degradations", "records", "ranking (θ, best first)", "d", "SE", "significant",
-            "profiles")  # fmt: skip
-    for col in cols:
-        table.add_column(col, justify="right" if col in ("records", "d", "SE") else "left")
-    for e in pool.entries.values():
-        ranking = ", ".join(f"{t} {th:+.2f}" for t, th, _ in e.ranking()[:4])
-        table.add_row(
-            e.mode,
-            e.degradations,
-            str(e.records),
-            ui.cell(ranking),
-            f"{e.d:.2f}" if e.d is not None else "-",
-            f"{e.se:.2f}" if e.se is not None else "-",
-            "yes" if e.significant else "no",
-            str(len(e.profiles)),
-        )
-    ui.out.print(table)
-    covered = sum(e.significant for e in pool.entries.values())
-    ui.out.print(
-        f"{covered} of {len(pool.entries)} keys significant: their tool is chosen without "
-        "asking the VLM (assess --experience)",
-        highlight=False,
-    )
