@@ -107,7 +107,7 @@ def fit(counts: Counts, pseudo: float = PSEUDO, z: float = Z_975) -> Fit:
 
     x0 = np.zeros(k)  # θ_1..θ_{k-1} and λ
     res = heavy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B",
-                   options={"maxiter": 2000, "gtol": 1e-9, "ftol": 1e-15})  # fmt: skip
+                                  options={"maxiter": 2000, "gtol": 1e-9, "ftol": 1e-15})  # fmt: skip
     full = np.concatenate([[0.0], res.x])
     h = _terms(full, counts, pseudo)[2][1:, 1:]
     try:
