@@ -238,7 +238,7 @@ def bench_detectors() -> None:
 
     from agentiqa_cli.bench.synth import bundled_photos
     from agentiqa_cli.imaging.load import LoadedImage
-    from agentiqa_cli.tools.detectors import DETECTORS
+    from agentiqa_cli.tools.builtin import DETECTORS
 
     header("3. built-in signal detectors on one 1024×768 image (one core, median of 20 runs)")
     photo = bundled_photos()[0]

@@ -14,6 +14,7 @@ from agentiqa_cli.bench.synth import sample_photos
 from agentiqa_cli.imaging.distort import item_rng
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.resources import default_cards_dir
+from agentiqa_cli.tools.builtin import DETECTORS
 from agentiqa_cli.tools.camera_features import FEATURES, features
 from agentiqa_cli.tools.camera_fit import fit_network
 from agentiqa_cli.tools.camera_model import (
@@ -24,7 +25,7 @@ from agentiqa_cli.tools.camera_model import (
     shipped,
 )
 from agentiqa_cli.tools.cards import load_cards
-from agentiqa_cli.tools.detectors import DETECTORS, jpeg_quality
+from agentiqa_cli.tools.detectors import jpeg_quality
 
 
 @pytest.fixture(scope="module")

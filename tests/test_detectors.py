@@ -16,8 +16,9 @@ from agentiqa_cli.imaging.distort import distort
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import SEVERITIES
 from agentiqa_cli.resources import default_cards_dir
+from agentiqa_cli.tools.builtin import DETECTORS, detect_all
 from agentiqa_cli.tools.cards import load_cards
-from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS, blur_effect, detect_all, findings
+from agentiqa_cli.tools.detectors import SIGNALS, blur_effect, findings
 from agentiqa_cli.tools.logistic import logistic5
 from agentiqa_cli.tools.severity import severity_of
 
@@ -239,7 +240,7 @@ def test_large_image_is_read_beyond_its_centre():
 
 
 def test_detect_gives_findings_for_a_noisy_photo(photo):
-    from agentiqa_cli.tools.detectors import detect
+    from agentiqa_cli.tools.builtin import detect
 
     noisy = distort(photo, "noise", 5, np.random.default_rng(0))
     sev = {f.category: f.severity for f in detect(_img(noisy))}

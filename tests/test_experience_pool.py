@@ -28,8 +28,8 @@ from agentiqa_cli.experience.pool import (
 from agentiqa_cli.experience.vote import vote
 from agentiqa_cli.records import ToolScore
 from agentiqa_cli.resources import default_cards_dir
+from agentiqa_cli.tools.builtin import DETECTORS
 from agentiqa_cli.tools.cards import load_cards
-from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.runner import ToolRunner
 from agentiqa_cli.vlm.fake import ScriptedVLM
 from tests.conftest import natural_like, save_rgb

@@ -10,6 +10,7 @@ from PIL import Image
 
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.tools import detectors as det
+from agentiqa_cli.tools.builtin import detect_all
 
 
 @pytest.fixture()
@@ -37,9 +38,9 @@ def test_pixels_made_on_demand_with_the_same_values(big: Path) -> None:
 
 def test_detectors_read_8bit_images_without_float_pixels(big: Path) -> None:
     img = load_image(big)
-    readings = det.detect_all(img)
+    readings = detect_all(img)
     assert img._pixels is None  # no full float copy was made
     ref = LoadedImage(Path("f"), pixels=load_image(big).pixels, sha256="f")
-    assert det.detect_all(ref) == pytest.approx(readings, rel=1e-6, abs=1e-7)
+    assert detect_all(ref) == pytest.approx(readings, rel=1e-6, abs=1e-7)
     for a, b in zip(det._crops(img), det._crops(ref), strict=True):
         assert np.array_equal(a, b)

@@ -45,7 +45,7 @@ from agentiqa_cli.errors import VLMError
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.records import SEVERITIES, Box
 from agentiqa_cli.resources import default_prompts_dir
-from agentiqa_cli.tools.detectors import detect
+from agentiqa_cli.tools.builtin import detect
 from tests.conftest import natural_like, save_rgb
 
 # -- a scripted VLM --------------------------------------------------------------------------

@@ -589,14 +589,14 @@ def test_a_training_log_is_not_taken_for_a_trace(tmp_path: Path, pics: Path) -> 
 def test_a_bench_trace_header_names_the_command_not_the_progress_label(tmp_path: Path) -> None:
     """The run header's command is said, not parsed out of the progress bar's label."""
     from agentiqa_cli.bench.runs import Bench
-    from agentiqa_cli.cli.bench import _bench
+    from agentiqa_cli.cli.work.bench_run import run_bench
     from agentiqa_cli.config import load_settings
 
     async def main(bench: Bench) -> int:
         return 7
 
     trace = tmp_path / "trace.jsonl"
-    got = _bench(load_settings({}), trace, 0, "scoring my (v2) set", main,
-                 command="eval-bench mos")  # fmt: skip
+    got = run_bench(load_settings({}), trace, 0, "scoring my (v2) set", main,
+                    command="eval-bench mos")  # fmt: skip
     assert got == 7
     assert json.loads(trace.read_text().splitlines()[0])["parsed"]["command"] == "eval-bench mos"

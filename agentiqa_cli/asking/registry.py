@@ -85,6 +85,8 @@ def roles() -> Mapping[str, Role]:
     """Every declared role, by name: the shipped ones in ``DECLARED_IN``'s order and each
     module's own (whichever was imported first), then any other."""
     for module in DECLARED_IN:
+        # the roles' own modules sit in the layers above (agent, evaluate, imperfect), which
+        # this one may not import at its top: imported by name when roles are first listed
         importlib.import_module(module)
     rank = {m: i for i, m in enumerate(DECLARED_IN)}
     order = sorted(_ROLES, key=lambda n: rank.get(_WHERE.get(n, ""), len(rank)))  # stable

@@ -35,7 +35,8 @@ from agentiqa_cli.bench.synth import SynthItem
 from agentiqa_cli.categories import DETECTOR_CATEGORY, kinds_of_detector
 from agentiqa_cli.imaging.distort import KINDS
 from agentiqa_cli.imaging.load import LoadedImage, load_image
-from agentiqa_cli.tools.detectors import DETECTORS, SIGNALS
+from agentiqa_cli.tools.builtin import DETECTORS
+from agentiqa_cli.tools.detectors import SIGNALS
 from agentiqa_cli.tools.logistic import logistic5
 from agentiqa_cli.tools.native import BUILTIN_FR
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict
 
+from agentiqa_cli import heavy
 from agentiqa_cli.tools.logistic import fit_logistic, logistic5
 
 FitKind = Literal["logistic", "linear", "none"]
@@ -56,15 +56,6 @@ def _constant(a: NDArray) -> bool:
     return bool(a.size == 0 or np.ptp(a) == 0)
 
 
-def _scipy_stats() -> ModuleType:
-    """scipy.stats, loaded when first needed: it costs ~1 s, and `assess --experience`
-    imports this module (``spearman``) for images it may never measure."""
-    # start-up time: as the docstring says
-    import scipy.stats
-
-    return scipy.stats
-
-
 def _correlation(name: str, x: ArrayLike, y: ArrayLike) -> float | None:
     """scipy.stats' ``name`` correlation; None when it is undefined (< 2 points, constant)."""
     xa, ya = np.asarray(x, float), np.asarray(y, float)
@@ -72,7 +63,7 @@ def _correlation(name: str, x: ArrayLike, y: ArrayLike) -> float | None:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # near-constant input: the value is still right
-        return _finite(getattr(_scipy_stats(), name)(xa, ya).statistic)
+        return _finite(getattr(heavy.stats, name)(xa, ya).statistic)
 
 
 def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
@@ -123,7 +114,7 @@ def bootstrap_srcc(
     n = xa.size
     if n < 4 or rounds < 1 or _constant(xa) or _constant(ya):
         return None
-    rankdata = _scipy_stats().rankdata
+    rankdata = heavy.stats.rankdata
     rng = np.random.default_rng(seed)
     stats: list[NDArray] = []
     chunk = max(1, 2_000_000 // n)  # bound memory on 10k-image datasets

@@ -12,13 +12,16 @@ import sys
 
 import typer
 
+# --help lists the commands in the order they register: report, score, plan, assess first
+from agentiqa_cli.cli import run  # noqa: F401 - registers the commands
+
+# isort: split
 from agentiqa_cli.cli import (  # noqa: F401 - registers the commands
     bench,
     evaluate,
     experience,
     fix,
     report,
-    run,
     tools,
 )
 from agentiqa_cli.cli import render as ui

@@ -1,16 +1,14 @@
-"""`experience build` and `experience show`: the pool that learns which tool to trust."""
+"""`experience build` and `experience show`: the pool that learns which tool to trust (the
+flags here; the pool is built by ``cli/work/experience.py``, shown by ``pool_show.py``)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from agentiqa_cli.batch import BatchSummary, Process
-from agentiqa_cli.cli import render as ui
+from agentiqa_cli.cli import work
 from agentiqa_cli.cli.app import experience_app
 from agentiqa_cli.cli.options import (
     EXIT_CODES_HELP,
@@ -19,16 +17,7 @@ from agentiqa_cli.cli.options import (
     JsonOut,
     Recursive,
     shared,
-    tool_list,
 )
-from agentiqa_cli.cli.run import with_runtime
-from agentiqa_cli.errors import ConfigError
-from agentiqa_cli.experience.pool import Pool, read_pool
-from agentiqa_cli.gate import EXIT_INPUT
-from agentiqa_cli.imaging.discover import Job
-from agentiqa_cli.io.trace import TraceWriter
-from agentiqa_cli.records import CATEGORIES, Mode
-from agentiqa_cli.runtime import Runtime
 
 
 @experience_app.command(epilog=EXIT_CODES_HELP)
@@ -86,52 +75,8 @@ def build(
 ) -> None:
     """Learn which tool to trust per distortion: synthetic levels of your images, four metrics
     vote per tool, a Bradley-Terry-Davidson ranking with a Wald test per category."""
-    # start-up time: building a pool loads scipy and the distortion library
-    from agentiqa_cli.experience.build import MODES, build_pool
-
-    modes: list[Mode] = list(MODES) if mode.upper() == "BOTH" else [mode.upper()]  # type: ignore[list-item]
-    if any(m not in MODES for m in modes):
-        raise ConfigError(f"--mode must be NR, FR or both, got {mode!r}")
-    cats = tool_list(categories) or list(CATEGORIES)
-    unknown = [c for c in cats if c not in CATEGORIES]
-    if unknown:
-        raise ConfigError(f"unknown categories {unknown}; known: {', '.join(CATEGORIES)}")
-    settings = opts.settings(recursive=recursive or None)
-    skipped: list[str] = []
-    measured = [0]
-
-    def progress(name: str, status: str) -> None:
-        if status != "ok":  # an input that failed: an error, said even with -q
-            ui.fail(f"{name}: {status} (skipped)")
-            skipped.append(name)
-        else:
-            measured[0] += 1
-            ui.note(f"measured {name} ({measured[0]})")
-
-    notes: list[str] = []
-
-    async def main(rt: Runtime) -> Pool:
-        async def run(jobs: list[Job], process: Process) -> BatchSummary:
-            """The folder's images through the one batch path (decoding, limits, errors)."""
-            return await rt.run(
-                jobs, process, command="experience build", trace=TraceWriter(None),
-                on_result=lambda r: progress(r.image, r.error if r.status == "error" else "ok"),
-            )  # fmt: skip
-
-        return await build_pool(
-            data, out, cards=rt.cards, runner=rt.runner, run=run, modes=modes,
-            tools=tool_list(tools), learned_tools=settings.learned_tools, categories=cats,
-            size=size, seed=seed, calibration=rt.calibration_digest(),
-            recursive=settings.recursive, max_pixels=settings.max_pixels, layout=layout,
-            on_image=progress, notes=notes, coupled=coupled, force=force,
-        )  # fmt: skip
-
-    pool = asyncio.run(with_runtime(settings, main))
-    for n in notes:
-        ui.note(n)
-    _show(pool, json_out)
-    if skipped:  # the pool is written without them; some inputs failed: exit 3
-        raise typer.Exit(EXIT_INPUT)
+    work.experience.build(data, opts, out, tools, mode, categories, size, seed, recursive, force,
+                          layout, coupled, json_out)  # fmt: skip
 
 
 @experience_app.command(epilog=EXIT_CODES_HELP)
@@ -141,58 +86,4 @@ def show(
 ) -> None:
     """The rankings per (mode, degradation set): θ, d and SE of the top two, significance,
     pattern profiles and the insight text `select` is shown."""
-    _show(read_pool(pool), json_out)
-
-
-def pool_json(pool: Pool) -> dict[str, Any]:
-    return {
-        "path": str(pool.path),
-        "source": pool.meta.source,
-        "records": len(pool.records),
-        "entries": [
-            {
-                "mode": e.mode,
-                "degradations": e.degradations,
-                "records": e.records,
-                "significant": e.significant,
-                "best": e.best,
-                "d": e.d,
-                "se": e.se,
-                "nu": e.nu,
-                "ranking": [{"tool": t, "theta": th, "se": se} for t, th, se in e.ranking()],
-                "profiles": [p.model_dump() for p in e.profiles],
-                "insight": e.insight(),
-            }
-            for e in pool.entries.values()
-        ],
-    }
-
-
-def _show(pool: Pool, json_out: bool) -> None:
-    if json_out:
-        ui.print_json(pool_json(pool))
-        return
-    table = Table(title=f"experience pool {ui.cell(str(pool.path))}")
-    cols = ("mode", "degradations", "records", "ranking (θ, best first)", "d", "SE", "significant",
-            "profiles")  # fmt: skip
-    for col in cols:
-        table.add_column(col, justify="right" if col in ("records", "d", "SE") else "left")
-    for e in pool.entries.values():
-        ranking = ", ".join(f"{t} {th:+.2f}" for t, th, _ in e.ranking()[:4])
-        table.add_row(
-            e.mode,
-            e.degradations,
-            str(e.records),
-            ui.cell(ranking),
-            f"{e.d:.2f}" if e.d is not None else "-",
-            f"{e.se:.2f}" if e.se is not None else "-",
-            "yes" if e.significant else "no",
-            str(len(e.profiles)),
-        )
-    ui.out.print(table)
-    covered = sum(e.significant for e in pool.entries.values())
-    ui.out.print(
-        f"{covered} of {len(pool.entries)} keys significant: their tool is chosen without "
-        "asking the VLM (assess --experience)",
-        highlight=False,
-    )
+    work.pool_show.show_file(pool, json_out)

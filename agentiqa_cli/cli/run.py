@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
 from agentiqa_cli.batch import BatchSummary, Process
 from agentiqa_cli.cli import render as ui
+from agentiqa_cli.cli import work
 from agentiqa_cli.cli.app import app
 from agentiqa_cli.cli.options import (
     EXIT_CODES_HELP,
@@ -27,13 +27,12 @@ from agentiqa_cli.cli.options import (
     tool_list,
 )
 from agentiqa_cli.cli.report import ReportOpt, report_after_run
-from agentiqa_cli.config import Settings
+from agentiqa_cli.cli.session import note_backend, run_images, say_notes, with_runtime
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.gate import evaluate_gate
-from agentiqa_cli.imaging.discover import Job
 from agentiqa_cli.imperfect.records import ASSESS_FIX_COLUMNS, FIX_MODES, FixMode, fix_cells
-from agentiqa_cli.io.trace import NO_TRACE, TraceWriter
-from agentiqa_cli.records import Result, Usage
+from agentiqa_cli.io.trace import NO_TRACE
+from agentiqa_cli.records import Usage
 from agentiqa_cli.runtime import Runtime
 from agentiqa_cli.wiring import build_runtime
 
@@ -81,68 +80,6 @@ def score(
     finish(summary, opts, "agentiqa score")
 
 
-T = TypeVar("T")
-
-
-async def with_runtime(settings: Settings, main: Callable[[Runtime], Awaitable[T]]) -> T:
-    """Every command's Runtime: built from its settings, closed when ``main`` returns."""
-    async with build_runtime(settings) as rt:
-        return await main(rt)
-
-
-async def run_images(
-    rt: Runtime,
-    opts: Common,
-    command: str,
-    jobs: list[Job],
-    process: Process,
-    label: str,
-    tool_columns: list[str] | None = None,
-    extra_columns: list[str] | None = None,
-    extra: Callable[[Result], Mapping[str, str]] | None = None,
-    remote: Callable[[Runtime], Awaitable[Process]] | None = None,
-    detail: Callable[[Result], str] | None = None,
-    write: bool = True,
-) -> BatchSummary:
-    """The batch behind `score`, `assess` and `fix`: outputs opened, progress shown, rows
-    written. ``remote`` rebuilds ``process`` in another process (``--engine ray``'s
-    workers); ``detail`` is the progress line's text per row; ``write`` False: no results
-    file or trace (`fix --check`)."""
-    shown = detail or _detail
-    reporter = ui.Reporter(len(jobs), label, live=not ui.rows_to_terminal(opts.stream is not None))
-    if not write:
-        with reporter.running():
-            return await rt.run(
-                jobs, process, command=command, trace=TraceWriter(None),
-                on_result=lambda r: reporter.advance(r.image, r.status, shown(r)),
-                on_skip=lambda j: reporter.advance(j.name, "skipped"),
-            )  # fmt: skip
-    with (
-        rt.outputs(
-            opts.out,
-            opts.trace,
-            opts.resume,
-            command,
-            tool_columns,
-            extra_columns,
-            extra,
-            force=opts.force,
-            stream=opts.stream,
-        ) as (writer, tracer),
-        reporter.running(),
-    ):
-        return await rt.run(
-            jobs,
-            process,
-            command=command,
-            trace=tracer,
-            remote=remote,
-            writer=writer,
-            on_result=lambda r: reporter.advance(r.image, r.status, shown(r)),
-            on_skip=lambda j: reporter.advance(j.name, "skipped"),
-        )
-
-
 # how a Ray worker rebuilds each command's process from its own Runtime (module level, so
 # they travel by reference)
 async def scorer_of(tools: tuple[str, ...], rt: Runtime) -> Process:
@@ -157,16 +94,7 @@ def _with_fixes(agent: Agent, fix: str) -> Process:
     """``assess --fix``'s checks (and fixes) around ``agent``; the agent itself when off."""
     if fix == "off":
         return agent
-    # start-up time: the fixes load scipy.signal and PyWavelets (only with --fix)
-    from agentiqa_cli.imperfect.apply import FixingAgent
-
-    return FixingAgent(agent, cast(FixMode, fix))
-
-
-def _detail(r: Result) -> str:
-    if r.status == "error":
-        return str(r.error)
-    return f"{r.score:.2f}" if r.score is not None else ""
+    return work.fix.fixing_agent(agent, cast(FixMode, fix))
 
 
 def finish(summary: BatchSummary, opts: Common, title: str) -> None:
@@ -222,20 +150,6 @@ def finish(summary: BatchSummary, opts: Common, title: str) -> None:
 
 
 # -- plan / assess ------------------------------------------------------------------------
-def note_backend(rt: Runtime) -> None:
-    if rt.settings.vlm == "rules":
-        ui.note(
-            "note: no VLM configured; using the deterministic rules backend "
-            "(set --vlm URL --model NAME or AGENTIQA_VLM_URL for a vision-language model)",
-        )
-
-
-def say_notes(rt: Runtime) -> None:
-    """What connecting to the VLM found (an unreachable server, a fallback): said once."""
-    for n in rt.notes:
-        ui.warn(n)
-
-
 @app.command(epilog=EXIT_CODES_HELP)
 @shared("vlm", "setup")
 def plan(

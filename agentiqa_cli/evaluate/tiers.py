@@ -27,6 +27,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from agentiqa_cli import heavy
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.read import read_text
 
@@ -119,15 +120,13 @@ def density_quantiles(values: list[float], grid: int = 4096) -> tuple[float, flo
     would make the plain quantiles collide. The bandwidth is Silverman's rule on the most
     robust of the spreads (σ, IQR/1.34, 1.4826·MAD): a collection of two modes (clean and
     damaged images) is not smoothed into one."""
-    from scipy.stats import gaussian_kde  # here, not at import: scipy.stats costs ~1 s
-
     x = np.asarray(values, dtype=float)
     sd = float(x.std(ddof=1))
     q75, q25 = np.percentile(x, [75, 25])
     mad = 1.4826 * float(np.median(np.abs(x - np.median(x))))
     spread = min(v for v in (sd, float(q75 - q25) / 1.34, mad) if v > 0)
     h = 0.9 * spread * len(x) ** -0.2
-    kde = gaussian_kde(x, bw_method=h / sd)
+    kde = heavy.stats.gaussian_kde(x, bw_method=h / sd)
     bw = float(np.sqrt(kde.covariance[0, 0]))
     t = np.linspace(x.min() - 4 * bw, x.max() + 4 * bw, grid)
     cdf = np.cumsum(kde(t))

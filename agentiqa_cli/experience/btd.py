@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from agentiqa_cli import heavy
 from agentiqa_cli.experience.vote import Counts
 
 Z_975 = 1.959963984540054
@@ -104,11 +105,9 @@ def fit(counts: Counts, pseudo: float = PSEUDO, z: float = Z_975) -> Fit:
         v, g, _ = _terms(full, counts, pseudo)
         return v, g[1:]
 
-    from scipy.optimize import minimize  # here: importing it costs every command ~0.3 s
-
     x0 = np.zeros(k)  # θ_1..θ_{k-1} and λ
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B",
-                   options={"maxiter": 2000, "gtol": 1e-9, "ftol": 1e-15})  # fmt: skip
+    res = heavy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B",
+                                  options={"maxiter": 2000, "gtol": 1e-9, "ftol": 1e-15})  # fmt: skip
     full = np.concatenate([[0.0], res.x])
     h = _terms(full, counts, pseudo)[2][1:, 1:]
     try:

@@ -40,8 +40,8 @@ from agentiqa_cli.experience.vote import Direction, borda, vote
 from agentiqa_cli.imaging.distort import KINDS, distort, item_rng, resize_long_side
 from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.records import Category, Mode
+from agentiqa_cli.tools.builtin import DETECTORS
 from agentiqa_cli.tools.cards import ToolCard
-from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.logistic import logistic5
 from agentiqa_cli.tools.runner import ToolRunner
 

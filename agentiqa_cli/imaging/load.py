@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from agentiqa_cli import heavy
 from agentiqa_cli.errors import ImageError
 
 DEFAULT_MAX_PIXELS = 100_000_000  # 100 MP; larger files are refused as possible decompression bombs
@@ -129,10 +130,8 @@ class LoadedImage:
     def tensor(self, device: str = "cpu") -> Any:
         """1×3×H×W float tensor in [0, 1] on ``device``, made once per device."""
         if device not in self._tensors:
-            # optional extra: torch ([pyiqa]); the signal detectors never need it
-            import torch
-
-            t = torch.from_numpy(np.ascontiguousarray(self.pixels.transpose(2, 0, 1)))[None]
+            # torch: the [pyiqa] extra's (the signal detectors never need it)
+            t = heavy.torch.from_numpy(np.ascontiguousarray(self.pixels.transpose(2, 0, 1)))[None]
             self._tensors[device] = t.to(device)
         return self._tensors[device]
 

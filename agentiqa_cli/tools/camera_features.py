@@ -34,15 +34,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agentiqa_cli.imaging.load import LoadedImage
-from agentiqa_cli.tools.detectors import (
-    DETECTORS,
-    SIGNALS,
-    _cached,
-    _chroma,
-    _detail,
-    _sample,
-    jpeg_quality,
-)
+from agentiqa_cli.tools.detectors import SIGNAL_DETECTORS as DETECTORS
+from agentiqa_cli.tools.detectors import SIGNALS, _cached, _chroma, _detail, _sample, jpeg_quality
 
 F32 = NDArray[np.float32]
 

@@ -1,8 +1,9 @@
 """Built-in no-reference signal detectors: fast, weight-free readings of single distortions.
 
-Each detector is ``(LoadedImage) -> float`` (its raw reading); ``DETECTORS`` maps the tool
-cards' ``metric`` names to them. ``findings`` (from ``tools/severity.py``) turns readings
-into distortion findings for the rules backend.
+Each detector is ``(LoadedImage) -> float`` (its raw reading); ``SIGNAL_DETECTORS`` maps
+their names to them, and ``tools/builtin.py`` adds the camera model's heads (which read these)
+under the tool cards' ``metric`` names. ``findings`` (from ``tools/severity.py``) turns
+readings into distortion findings for the rules backend.
 
 Working planes, computed once per image and cached on it:
 - ``_detail``: luma at most 1024 px on the long side (area-averaged by an integer factor)
@@ -30,10 +31,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agentiqa_cli.imaging.load import LoadedImage
-from agentiqa_cli.records import Finding
 from agentiqa_cli.tools.severity import findings
 
-__all__ = ["DETECTORS", "detect", "detect_all", "findings"]
+__all__ = ["SIGNALS", "SIGNAL_DETECTORS", "findings"]
 
 F32 = NDArray[np.float32]
 
@@ -1038,16 +1038,13 @@ _SIGNAL_FNS: dict[str, Callable[[LoadedImage], float]] = {
     "posterization": posterization,
     "saturation_clip": saturation_clip,
 }
-DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
+SIGNAL_DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
     name: _read_once(name, fn) for name, fn in _SIGNAL_FNS.items()
 }
 
 
 # the hand-built signal detectors: the camera model reads them all
-SIGNALS: tuple[str, ...] = tuple(DETECTORS)
-# read by the camera model too, but added after its other readings were cached for training
-# (tools/camera_features.JPEG_FEATURES)
-DETECTORS["jpeg_quality"] = jpeg_quality
+SIGNALS: tuple[str, ...] = tuple(SIGNAL_DETECTORS)
 # the camera model's heads (tools/camera_model.py), each a detector of its own
 CAMERA_HEADS: tuple[str, ...] = ("blur", "noise", "compression", "under", "over")
 
@@ -1109,40 +1106,3 @@ def _lattice(crops: list[F32]) -> float:
     odd = max(float(total[near(h, 0.004)].max()) for h in (0.125, 0.375))
     even = max(float(total[near(h, 0.004)].max()) for h in (0.25, 0.5))
     return float(np.log10(max(free, even / (base + odd), 1e-3)))
-
-
-def _camera_head(head: str) -> Callable[[LoadedImage], float]:
-    def read(image: LoadedImage) -> float:
-        # the model reads the signal detectors above: imported when first read, not here
-        from agentiqa_cli.tools.camera_model import shipped
-
-        score = float(shipped().scores(image)[head])
-        # detail lost to an upscale is the resolution detector's (a finding of its own)
-        return 5.0 if head == "blur" and resampling(image) >= LATTICE else score
-
-    read.__name__ = f"camera_{head}"
-    return read
-
-
-def resolution(image: LoadedImage) -> float:
-    """Resolution loss on 1-5: where an upscale's lattice is found (``resampling`` at least
-    ``LATTICE``), the camera model's score of the detail lost (its blur head); else 5."""
-    if resampling(image) < LATTICE:
-        return 5.0
-    from agentiqa_cli.tools.camera_model import shipped  # as in _camera_head
-
-    return float(shipped().scores(image)["blur"])
-
-
-DETECTORS.update({f"camera_{h}": _camera_head(h) for h in CAMERA_HEADS})
-DETECTORS["resolution"] = resolution
-
-
-def detect_all(image: LoadedImage) -> dict[str, float]:
-    """Every detector's raw reading for one image."""
-    return {name: fn(image) for name, fn in DETECTORS.items()}
-
-
-def detect(image: LoadedImage) -> list[Finding]:
-    """Findings of all detectors on one image (shipped cards for severities)."""
-    return findings(detect_all(image))

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from agentiqa_cli import heavy
+
 
 def logistic5(x: ArrayLike, b1: float, b2: float, b3: float, b4: float, b5: float) -> NDArray:
     x = np.asarray(x, dtype=np.float64)
@@ -36,9 +38,6 @@ def fit_logistic(
     directions are tried unless ``increasing`` fixes one, and the better fit is kept, so
     lower-is-better raw scores fit as well as higher-is-better ones.
     """
-    # start-up time: scipy.optimize loads only when a curve is fitted
-    from scipy.optimize import curve_fit
-
     xa = np.asarray(x, dtype=np.float64)
     ya = np.asarray(y, dtype=np.float64)
     if xa.size < 5:
@@ -58,7 +57,9 @@ def fit_logistic(
         upper = [50 * yr, b2[1], b3[1], b4[1], b5[1]]
         p0 = [yr, sign / spread, float(np.mean(xa)), 0.0, float(np.mean(ya))]
         try:
-            popt, _ = curve_fit(logistic5, xa, ya, p0=p0, bounds=(lower, upper), maxfev=5000)
+            popt, _ = heavy.optimize.curve_fit(
+                logistic5, xa, ya, p0=p0, bounds=(lower, upper), maxfev=5000
+            )
         except (RuntimeError, ValueError):
             continue
         rmse = float(np.sqrt(np.mean((logistic5(xa, *popt) - ya) ** 2)))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from agentiqa_cli import heavy
 from agentiqa_cli.imaging.load import LoadedImage
 
 F32 = NDArray[np.float32]
@@ -87,13 +88,11 @@ def _same_shape(x: LoadedImage, ref: LoadedImage) -> None:
 
 def _valid_gaussian(a: F64) -> F64:
     """``filter2(a, fspecial(11, 1.5), 'valid')`` over the last two axes."""
-    from scipy import ndimage  # imported when first needed: it costs ~0.3 s of start-up
-
     r = len(_SSIM_TAPS) // 2
     # both passes along the contiguous last axis (the strided one is several times slower)
-    out = ndimage.correlate1d(a, _SSIM_TAPS, axis=-1, mode="constant")[..., r:-r]
+    out = heavy.ndimage.correlate1d(a, _SSIM_TAPS, axis=-1, mode="constant")[..., r:-r]
     out = np.ascontiguousarray(np.swapaxes(out, -1, -2))
-    out = ndimage.correlate1d(out, _SSIM_TAPS, axis=-1, mode="constant")[..., r:-r]
+    out = heavy.ndimage.correlate1d(out, _SSIM_TAPS, axis=-1, mode="constant")[..., r:-r]
     return np.swapaxes(out, -1, -2)
 
 
@@ -183,16 +182,13 @@ def psnry(image: LoadedImage, ref: LoadedImage) -> float:
 
 
 def _gradient_magnitude(y: F64) -> F64:
-    # start-up time: as in _valid_gaussian
-    from scipy import ndimage
-
     h, w = (y.shape[0] // 2) * 2, (y.shape[1] // 2) * 2
     a = y[:h, :w].reshape(h // 2, 2, w // 2, 2).mean(axis=(1, 3))
     # Prewitt [[1, 0, -1]] × 3 rows / 3 (and its transpose) as a correlation, zero padded
-    rows = ndimage.correlate1d(a, np.full(3, 1.0 / 3.0), axis=0, mode="constant")
-    ix = ndimage.correlate1d(rows, np.array([1.0, 0.0, -1.0]), axis=1, mode="constant")
-    cols = ndimage.correlate1d(a, np.full(3, 1.0 / 3.0), axis=1, mode="constant")
-    iy = ndimage.correlate1d(cols, np.array([1.0, 0.0, -1.0]), axis=0, mode="constant")
+    rows = heavy.ndimage.correlate1d(a, np.full(3, 1.0 / 3.0), axis=0, mode="constant")
+    ix = heavy.ndimage.correlate1d(rows, np.array([1.0, 0.0, -1.0]), axis=1, mode="constant")
+    cols = heavy.ndimage.correlate1d(a, np.full(3, 1.0 / 3.0), axis=1, mode="constant")
+    iy = heavy.ndimage.correlate1d(cols, np.array([1.0, 0.0, -1.0]), axis=0, mode="constant")
     out: F64 = np.sqrt(ix * ix + iy * iy + 1e-12)
     return out
 
@@ -235,14 +231,11 @@ def _detail_bands(image: LoadedImage) -> list[F64]:
 
 
 def _pyramid(y: F64) -> list[F64]:
-    # start-up time: as in _valid_gaussian
-    from scipy import ndimage
-
     out: list[F64] = []
     for _ in range(DETAIL_LEVELS):
         if min(y.shape) < 8:  # tiny images: the octaves that fit
             break
-        low = ndimage.gaussian_filter(y, 1.0, mode="reflect")
+        low = heavy.ndimage.gaussian_filter(y, 1.0, mode="reflect")
         out.append(y - low)
         y = low[::2, ::2]
     return out
@@ -267,9 +260,6 @@ def detail(image: LoadedImage, ref: LoadedImage) -> float:
     graphic's faint errors stay small against ``C``. The reading is the square root of that
     share: the lost or wrong share of the detail's amplitude.
     """
-    # start-up time: as in _valid_gaussian
-    from scipy import ndimage
-
     _same_shape(image, ref)
     pairs = list(zip(_detail_bands(image), _detail_bands(ref), strict=True))
     # one contrast gain for the whole image (least squares over all octaves by area): a
@@ -291,8 +281,8 @@ def detail(image: LoadedImage, ref: LoadedImage) -> float:
     floor, area = DETAIL_FLOOR, 1.0
     for a, b in pairs:
         d = a - gain * b
-        e = ndimage.gaussian_filter(d * d, DETAIL_WINDOW, mode="reflect")
-        r = ndimage.gaussian_filter(b * b, DETAIL_WINDOW, mode="reflect")
+        e = heavy.ndimage.gaussian_filter(d * d, DETAIL_WINDOW, mode="reflect")
+        r = heavy.ndimage.gaussian_filter(b * b, DETAIL_WINDOW, mode="reflect")
         w = e + r
         lost += area * float(np.mean(w * e / (w + floor)))
         energy += area * float(np.mean(w))

@@ -22,11 +22,12 @@ from contextlib import contextmanager
 from functools import cached_property
 from typing import Any, TextIO
 
+from agentiqa_cli import heavy
 from agentiqa_cli.errors import ConfigError, ToolUnavailableError
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import ToolScore
+from agentiqa_cli.tools.builtin import DETECTORS
 from agentiqa_cli.tools.cards import CardSet, ToolCard
-from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.extras import installed, missing_extra, require_torch
 from agentiqa_cli.tools.native import BUILTIN_FR, NATIVE
 
@@ -35,11 +36,8 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         if not installed("torch"):  # the core install: no torch, nothing but the CPU
             return "cpu"
-        # optional extra: torch ([pyiqa])
-        try:
-            import torch
-
-            return "cuda" if torch.cuda.is_available() else "cpu"
+        try:  # torch is the [pyiqa] extra's
+            return "cuda" if heavy.torch.cuda.is_available() else "cpu"
         except ImportError:
             return "cpu"
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
@@ -160,12 +158,9 @@ class ToolRunner:
     def _run_pyiqa(
         self, card: ToolCard, metric: Any, image: LoadedImage, ref: LoadedImage | None
     ) -> float:
-        # optional extra: torch ([pyiqa])
-        import torch
-
         x = image.tensor(self.device)
         # pyiqa metrics are not re-entrant (some keep state on the module): one call at a time
-        with self._lock(card.name), torch.inference_mode():
+        with self._lock(card.name), heavy.torch.inference_mode():
             if card.mode == "FR":
                 assert ref is not None
                 out = metric(x, ref.tensor(self.device))

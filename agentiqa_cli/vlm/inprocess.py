@@ -134,15 +134,7 @@ class InProcessVLM:
     # -- engine ----------------------------------------------------------------------------
 
     def _load(self) -> Any:
-        # optional extra: vllm (in-process backend)
-        try:
-            import vllm
-        except ImportError:
-            raise MissingExtraError(
-                "--vlm vllm:MODEL (vLLM in this environment)",
-                "vllm",
-                " (or serve the model with vLLM and pass its URL to --vlm)",
-            ) from None
+        vllm = _vllm()
         args: dict[str, Any] = {
             "limit_mm_per_prompt": {"image": 1, "video": 0},
             # Compact JSON always terminates (free whitespace lets a weak model ramble
@@ -157,9 +149,7 @@ class InProcessVLM:
             raise VLMError(f"cannot load {self.path} with vLLM: {_one_line(e)}") from None
 
     def _run(self, requests: list[VLMRequest]) -> list[VLMReply | VLMError]:
-        # optional extra: vllm, as in _load
-        import vllm
-
+        vllm = _vllm()
         params = []
         for r in requests:
             structured = None
@@ -206,6 +196,20 @@ class InProcessVLM:
             finish_reason=out.finish_reason,
             model=self.path,
         )
+
+
+def _vllm() -> Any:
+    """The ``vllm`` package, or exit 2 naming how to get it."""
+    # optional extra: vllm (the in-process backend); the other backends never import it
+    try:
+        import vllm
+    except ImportError:
+        raise MissingExtraError(
+            "--vlm vllm:MODEL (vLLM in this environment)",
+            "vllm",
+            " (or serve the model with vLLM and pass its URL to --vlm)",
+        ) from None
+    return vllm
 
 
 def _logprobs(

@@ -101,8 +101,8 @@ from agentiqa_cli.agent.probe.scan import (
 )
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import Box
+from agentiqa_cli.tools.builtin import DETECTORS
 from agentiqa_cli.tools.cards import CardSet
-from agentiqa_cli.tools.detectors import DETECTORS
 
 Emit = Callable[[str, dict[str, Any]], None]
 

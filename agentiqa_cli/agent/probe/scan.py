@@ -26,8 +26,8 @@ from agentiqa_cli.categories import artefact_of_detector
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import SEVERITIES, Box, Severity
 from agentiqa_cli.resources import default_cards_dir
+from agentiqa_cli.tools.builtin import DETECTORS
 from agentiqa_cli.tools.cards import CardSet, load_cards
-from agentiqa_cli.tools.detectors import DETECTORS
 from agentiqa_cli.tools.severity import findings
 
 F32 = NDArray[np.float32]

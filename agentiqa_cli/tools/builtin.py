@@ -1,0 +1,60 @@
+"""The built-in detectors by the tool cards' ``metric`` names (cards with ``backend:
+builtin``): the signal detectors (``tools/detectors.py``) and, above them, the camera model's
+heads and the resolution detector, which read the camera model (``tools/camera_model.py``),
+which reads the signal detectors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentiqa_cli.imaging.load import LoadedImage
+from agentiqa_cli.records import Finding
+from agentiqa_cli.tools.camera_model import shipped
+from agentiqa_cli.tools.detectors import (
+    CAMERA_HEADS,
+    LATTICE,
+    SIGNAL_DETECTORS,
+    findings,
+    jpeg_quality,
+    resampling,
+)
+
+__all__ = ["DETECTORS", "detect", "detect_all"]
+
+
+def _camera_head(head: str) -> Callable[[LoadedImage], float]:
+    def read(image: LoadedImage) -> float:
+        score = float(shipped().scores(image)[head])
+        # detail lost to an upscale is the resolution detector's (a finding of its own)
+        return 5.0 if head == "blur" and resampling(image) >= LATTICE else score
+
+    read.__name__ = f"camera_{head}"
+    return read
+
+
+def resolution(image: LoadedImage) -> float:
+    """Resolution loss on 1-5: where an upscale's lattice is found (``resampling`` at least
+    ``LATTICE``), the camera model's score of the detail lost (its blur head); else 5."""
+    if resampling(image) < LATTICE:
+        return 5.0
+    return float(shipped().scores(image)["blur"])
+
+
+DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
+    **SIGNAL_DETECTORS,
+    **{f"camera_{h}": _camera_head(h) for h in CAMERA_HEADS},
+    "resolution": resolution,
+    # read by the camera model too, but not among SIGNALS: added after the model's other
+    # readings were cached for training (tools/camera_features.JPEG_FEATURES)
+    "jpeg_quality": jpeg_quality,
+}
+
+
+def detect_all(image: LoadedImage) -> dict[str, float]:
+    """Every detector's raw reading for one image."""
+    return {name: fn(image) for name, fn in DETECTORS.items()}
+
+
+def detect(image: LoadedImage) -> list[Finding]:
+    """Findings of all detectors on one image (shipped cards for severities)."""
+    return findings(detect_all(image))
