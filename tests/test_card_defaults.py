@@ -28,6 +28,7 @@ def test_the_shipped_default_sets(shipped: CardSet) -> None:
         # the camera model's heads and the resolution detector (trained on camera photos)
         *("camera_blur", "camera_noise", "camera_compression", "camera_under", "camera_over"),
         "resolution",
+        "jpeg_quality",  # the JPEG quality of the coarsest save, from the pixels
     ]
     assert [c.name for c in shipped.default_set(has_reference=True)] == [
         *("psnr", "ssim", "gmsd", "detail"),
