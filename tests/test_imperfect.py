@@ -129,7 +129,7 @@ def test_a_real_rectangle_is_not_an_overlay_but_the_same_picture_pasted_is(
     assert found.box.iou(Box.of_pixels(*box, g.shape[1], g.shape[0])) > 0.9
     assert checks.overlay(real) is None
     if quality is None:  # the step edges alone (what the check read before) take it for one
-        assert checks.overlay_boxes(real, spill=None)
+        assert checks.overlay_boxes(real, spill=False)
 
 
 def test_the_spill_of_a_one_pixel_step_and_of_a_spread_one() -> None:

@@ -274,17 +274,15 @@ def _stretch_shares(
     return out
 
 
-def overlay_boxes(
-    x: Array, spill: float | None = OVERLAY_SPILL
-) -> list[tuple[float, tuple[int, int, int, int]]]:
+def overlay_boxes(x: Array, spill: bool = True) -> list[tuple[float, tuple[int, int, int, int]]]:
     """The pasted or blended rectangles anywhere, best first, as (score, (left, top,
     right, bottom)): the columns and rows with a long run of step edges are the candidate
     sides (with the image's edges), and every box they make is scored at once: each inner
     side (one at least along each axis) steps along the box on at least
     ``OVERLAY_MIN_SIDE`` of it, on ``OVERLAY_SHARE`` on average, and its line does not go
     on stepping beyond the box's corners (a grid, a window frame, a horizon would). Of the
-    best 32, those kept have varied content and, unless ``spill`` is None, sides that each
-    step at one pixel (``side_spill`` at most ``spill``): a real rectangle in the photo (a
+    best 32, those kept have varied content and, unless ``spill`` is False, sides that
+    step at one pixel (``box_spill`` at most ``OVERLAY_SPILL``): a real rectangle in the photo (a
     sheet of paper, a window pane) has every step edge a pasted one has, but spread."""
     h, w = x.shape[:2]
     if min(h, w) < 32:
@@ -338,8 +336,8 @@ def overlay_boxes(
         if float(g[px[1] + 2 : px[3] - 2, px[0] + 2 : px[2] - 2].std()) < OVERLAY_CONTENT:
             continue
         # and it was pasted: every side is a one-pixel step (a real object's is spread)
-        pooled = box_spill(g, px) if spill is not None else None
-        if spill is None or pooled is None or pooled <= spill:
+        pooled = box_spill(g, px) if spill else None
+        if pooled is None or pooled <= OVERLAY_SPILL:
             out.append((float(score[bi, bl, bj, bk]), px))
     return out
 
