@@ -65,7 +65,9 @@ OVERLAY_THROUGH = 0.84  # a line stepping on this share of its length is texture
 OVERLAY_MAX_SIDE = 0.75  # an overlay covers at most this share of a side
 OVERLAY_CONTENT = 0.06  # luma std inside: a pasted picture, not a flat panel
 OVERLAY_MIN_BOX = 0.095  # and at least this share of each side (small panels are objects)
-OVERLAY_SPILL = 0.25  # a pasted box's sides spill at most this into their neighbours (luma)
+# a pasted box's sides spill at most this into their neighbours (``box_spill``; fit set:
+# true boxes 0.18 at most, the real rectangles the step edges take for overlays 0.40+)
+OVERLAY_SPILL = 0.25
 OVERLAY_SPILL_STEP = 0.02  # a side whose luma steps less (RMS) says nothing either way
 DARK_TOP = 0.55  # the brightest 0.1% below this: under-exposed
 # over-exposed: this share of the pixels clipped (a channel at BRIGHT_LEVEL or above) and
@@ -282,8 +284,9 @@ def overlay_boxes(x: Array, spill: bool = True) -> list[tuple[float, tuple[int, 
     ``OVERLAY_MIN_SIDE`` of it, on ``OVERLAY_SHARE`` on average, and its line does not go
     on stepping beyond the box's corners (a grid, a window frame, a horizon would). Of the
     best 32, those kept have varied content and, unless ``spill`` is False, sides that
-    step at one pixel (``box_spill`` at most ``OVERLAY_SPILL``): a real rectangle in the photo (a
-    sheet of paper, a window pane) has every step edge a pasted one has, but spread."""
+    step at one pixel (``box_spill`` at most ``OVERLAY_SPILL``; a box whose sides change
+    only in hue is kept): a real rectangle in the photo (a sheet of paper, a window pane)
+    has every step edge a pasted one has, but spread."""
     h, w = x.shape[:2]
     if min(h, w) < 32:
         return []
@@ -335,7 +338,7 @@ def overlay_boxes(x: Array, spill: bool = True) -> list[tuple[float, tuple[int, 
         # window pane framed in a photo are flat)
         if float(g[px[1] + 2 : px[3] - 2, px[0] + 2 : px[2] - 2].std()) < OVERLAY_CONTENT:
             continue
-        # and it was pasted: every side is a one-pixel step (a real object's is spread)
+        # and it was pasted: its sides step at one pixel (a real object's edge is spread)
         pooled = box_spill(g, px) if spill else None
         if pooled is None or pooled <= OVERLAY_SPILL:
             out.append((float(score[bi, bl, bj, bk]), px))
