@@ -5,9 +5,12 @@ score (PS) the rules backend's `fix` gets (``imperfect.roles.rules_fix`` over
 
     python scripts/vqpp_checks.py CLEAN_DIR --work /tmp/vq [--seeds 0 1 2]
         [--generators paper random] [--kinds original brightness overlay] [--size 384] [-v]
+        [--overlay-spill 0.25]
 
 Builds (of the kinds asked for only) go to ``WORK/<parent>-<folder>-<generator>-<seed>``
-and are reused when their manifest holds every kind asked for. ``-v``: every wrong item with its parameter and what the checks found.
+and are reused when their manifest holds every kind asked for. ``-v``: every wrong item with
+its parameter and what the checks found. ``--overlay-spill``: the overlay check's limit on
+how far a box's steps spread (``checks.OVERLAY_SPILL``; ``inf``: the check without it).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 from agentiqa_cli.bench.vqpp import build, parameter_score, read_manifest, tool_selected
 from agentiqa_cli.config import DEFAULT_QUERY
 from agentiqa_cli.imaging.load import load_image
+from agentiqa_cli.imperfect import checks
 from agentiqa_cli.imperfect.checks import check
 from agentiqa_cli.imperfect.roles import FixInput, rules_fix
 
@@ -33,7 +37,9 @@ def main() -> None:
     ap.add_argument("--kinds", nargs="+", default=["original", "brightness", "overlay"])
     ap.add_argument("--size", type=int, default=384)
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--overlay-spill", type=float, default=checks.OVERLAY_SPILL)
     args = ap.parse_args()
+    checks.OVERLAY_SPILL = args.overlay_spill
     for gen in args.generators:
         tsa: dict[str, list[float]] = {k: [] for k in args.kinds}
         ps: dict[str, list[float]] = {k: [] for k in args.kinds}

@@ -82,6 +82,67 @@ def test_an_overlay_off_the_anchor_boxes_is_found_blended_and_through_a_jpeg_sav
         assert found.box.iou(want) > 0.8, found.box
 
 
+def _photographed(
+    scene: np.ndarray, objects: list[tuple[np.ndarray, tuple[int, int, int, int]]], seed: int
+) -> np.ndarray:
+    """``scene`` as a camera would take it with ``objects`` (picture, box at 4× the
+    scene's size) in it: composed at 4×, through a lens (Gaussian σ 1.5 px at 4×),
+    area-averaged down and given one sensor noise (σ 0.01) everywhere."""
+    from scipy import ndimage
+
+    from agentiqa_cli.imperfect.corrupt import _resize
+
+    h, w = scene.shape[:2]
+    x = _resize(scene, 4 * w, 4 * h)
+    for picture, (left, top, right, bottom) in objects:
+        x[top:bottom, left:right] = _resize(picture, right - left, bottom - top)
+    x = ndimage.gaussian_filter(x, (1.5, 1.5, 0)).reshape(h, 4, w, 4, 3).mean(axis=(1, 3))
+    noise = np.random.default_rng(seed).normal(0.0, 0.01, x.shape)
+    return np.clip(x + noise, 0, 1).astype(np.float32)
+
+
+@pytest.mark.parametrize("box", [(60, 40, 160, 120), (140, 100, 230, 150)])
+@pytest.mark.parametrize("quality", [None, 90])
+def test_a_real_rectangle_is_not_an_overlay_but_the_same_picture_pasted_is(
+    photos: list[np.ndarray], box: tuple[int, int, int, int], quality: int | None
+) -> None:
+    """A picture that was in the scene (a print on a wall: its edges spread by the lens and
+    the resize, the noise the same as around it) has every step edge the overlay check
+    reads, and is not an overlay; the same picture pasted afterwards with a noise of its
+    own changes at one pixel along each side, and is one."""
+    from agentiqa_cli.imperfect.corrupt import _resize
+
+    left, top, right, bottom = box
+    sub = (4 * left + 1, 4 * top + 2, 4 * right + 3, 4 * bottom + 1)  # between pixels
+    real = _photographed(photos[0], [(photos[2], sub)], seed=0)
+    pasted = _photographed(photos[0], [], seed=0)
+    patch = _resize(photos[2], right - left, bottom - top)
+    noise = np.random.default_rng(1).normal(0.0, 0.03, patch.shape)
+    pasted[top:bottom, left:right] = np.clip(patch + noise, 0, 1)
+    if quality is not None:
+        real, pasted = _jpeg(real, quality), _jpeg(pasted, quality)
+    g = checks.luma(pasted)
+    assert (checks.box_spill(g, box) or 1.0) < checks.OVERLAY_SPILL
+    assert (checks.box_spill(checks.luma(real), box) or 0.0) > checks.OVERLAY_SPILL
+    found = checks.overlay(pasted)
+    assert found is not None and found.box is not None
+    assert found.box.iou(Box.of_pixels(*box, g.shape[1], g.shape[0])) > 0.9
+    assert checks.overlay(real) is None
+    if quality is None:  # the step edges alone (what the check read before) take it for one
+        assert checks.overlay_boxes(real, spill=False)
+
+
+def test_the_spill_of_a_one_pixel_step_and_of_a_spread_one() -> None:
+    rng = np.random.default_rng(0)
+    texture = rng.normal(0.0, 0.02, (200, 100)).astype(np.float32)
+    step = texture + (np.arange(100) >= 50) * 0.4  # two pictures meeting at column 50
+    ramp = texture + np.clip((np.arange(100) - 48.5) / 2, 0, 1) * 0.4  # over two pixels
+    faint = texture * 0.2  # a change of hue only: luma barely steps
+    assert abs(checks.side_spill(step.astype(np.float32), 50, 0, 200) or 1.0) < 0.1
+    assert (checks.side_spill(ramp.astype(np.float32), 50, 0, 200) or 0.0) > 0.5
+    assert checks.side_spill(faint, 50, 0, 200) is None
+
+
 @pytest.mark.parametrize("gain", [1.55, 1.7])
 def test_an_over_exposure_is_found_after_a_jpeg_save(photos: list[np.ndarray], gain: float) -> None:
     bright = _jpeg(np.clip(photos[0] * gain, 0, 1), 85)

@@ -11,7 +11,7 @@ needed; ``NEEDS_VLM`` lists them.
   y = H/2 → crop a quadrant (which one is the query's business: the rules keep the top-left);
 - overlay: a pasted or blended rectangle anywhere: lines with long runs of step edges
   are candidate sides, and a box whose inner sides all step (and whose lines stop at its
-  corners) is one → fill it white;
+  corners), each at one pixel (a real object's edge is spread), is one → fill it white;
 - recapture: a screen's dark bezel (a near-black frame around a brighter inside), else
   screen moiré (an isolated peak in the luma spectrum away from the axes, whose energy
   map gives the box) → crop to the screen;
@@ -65,6 +65,10 @@ OVERLAY_THROUGH = 0.84  # a line stepping on this share of its length is texture
 OVERLAY_MAX_SIDE = 0.75  # an overlay covers at most this share of a side
 OVERLAY_CONTENT = 0.06  # luma std inside: a pasted picture, not a flat panel
 OVERLAY_MIN_BOX = 0.095  # and at least this share of each side (small panels are objects)
+# a pasted box's sides spill at most this into their neighbours (``box_spill``; fit set:
+# true boxes 0.18 at most, the real rectangles the step edges take for overlays 0.40+)
+OVERLAY_SPILL = 0.25
+OVERLAY_SPILL_STEP = 0.02  # a side whose luma steps less (RMS) says nothing either way
 DARK_TOP = 0.55  # the brightest 0.1% below this: under-exposed
 # over-exposed: this share of the pixels clipped (a channel at BRIGHT_LEVEL or above) and
 # the median luma at least BRIGHT_MEDIAN (fit set: clean photos clip up to 30%)
@@ -272,16 +276,20 @@ def _stretch_shares(
     return out
 
 
-def overlay(x: Array) -> Imperfection | None:
-    """A pasted or blended rectangle anywhere: the columns and rows with a long run of step
-    edges are the candidate sides (with the image's edges), and every box they make is
-    scored at once: each inner side (one at least along each axis) steps along the box on
-    at least ``OVERLAY_MIN_SIDE`` of it, on ``OVERLAY_SHARE`` on average, and its line
-    does not go on stepping beyond the box's corners (a grid, a window frame, a horizon
-    would); the best box wins."""
+def overlay_boxes(x: Array, spill: bool = True) -> list[tuple[float, tuple[int, int, int, int]]]:
+    """The pasted or blended rectangles anywhere, best first, as (score, (left, top,
+    right, bottom)): the columns and rows with a long run of step edges are the candidate
+    sides (with the image's edges), and every box they make is scored at once: each inner
+    side (one at least along each axis) steps along the box on at least
+    ``OVERLAY_MIN_SIDE`` of it, on ``OVERLAY_SHARE`` on average, and its line does not go
+    on stepping beyond the box's corners (a grid, a window frame, a horizon would). Of the
+    best 32, those kept have varied content and, unless ``spill`` is False, sides that
+    step at one pixel (``box_spill`` at most ``OVERLAY_SPILL``; a box whose sides change
+    only in hue is kept): a real rectangle in the photo (a sheet of paper, a window pane)
+    has every step edge a pasted one has, but spread."""
     h, w = x.shape[:2]
     if min(h, w) < 32:
-        return None
+        return []
     vmask, hmask = step_mask(x), step_mask(x.transpose(1, 0, 2))
     cols = _candidate_lines(vmask, max(8, round(OVERLAY_RUN * h)), OVERLAY_LINES)
     rows = _candidate_lines(hmask, max(8, round(OVERLAY_RUN * w)), OVERLAY_LINES)
@@ -322,15 +330,79 @@ def overlay(x: Array) -> Imperfection | None:
         & (score >= np.where(n_inner <= 2, OVERLAY_CORNER_SHARE, OVERLAY_SHARE))
     )  # fmt: skip
     g = luma(x)
-    found: tuple[float, tuple[int, int, int, int]] | None = None
+    out: list[tuple[float, tuple[int, int, int, int]]] = []
     for flat in np.argsort(-np.where(ok, score, -1.0), axis=None)[: int(ok.sum())][:32]:
         bi, bl, bj, bk = np.unravel_index(int(flat), ok.shape)
         px = (xs[bi], ys[bj], xs[bl], ys[bk])
         # a distractor is a picture: tones vary inside (a sheet of paper, a door, a
         # window pane framed in a photo are flat)
-        if float(g[px[1] + 2 : px[3] - 2, px[0] + 2 : px[2] - 2].std()) >= OVERLAY_CONTENT:
-            found = (float(score[bi, bl, bj, bk]), px)
-            break
+        if float(g[px[1] + 2 : px[3] - 2, px[0] + 2 : px[2] - 2].std()) < OVERLAY_CONTENT:
+            continue
+        # and it was pasted: its sides step at one pixel (a real object's edge is spread)
+        pooled = box_spill(g, px) if spill else None
+        if pooled is None or pooled <= OVERLAY_SPILL:
+            out.append((float(score[bi, bl, bj, bk]), px))
+    return out
+
+
+def side_moments(g: Array, c: int, lo: int, hi: int) -> tuple[float, float] | None:
+    """The luma step on the vertical line near ``c`` (between columns c-1 and c; the
+    strongest of c-2..c+2) over rows ``lo + 2`` to ``hi - 2``, against the steps on
+    either side of it: (Σ v·(a + b), Σ v²), whose ratio is how much of the step spills
+    into its neighbours (``side_spill``). None when the line barely steps in luma (a
+    change of hue only) or is too short."""
+    w = g.shape[1]
+    rows = slice(lo + 2, hi - 2)
+    lines = [cc for cc in range(c - 2, c + 3) if 3 <= cc <= w - 2]
+    if not lines or hi - lo < 8:
+        return None
+    steps = {cc: g[rows, cc] - g[rows, cc - 1] for cc in lines}
+    cc = max(lines, key=lambda k: float(np.square(steps[k]).sum()))
+    v = steps[cc]
+    power = float(np.square(v).sum())
+    if power < OVERLAY_SPILL_STEP**2 * v.size:
+        return None
+    beside = (g[rows, cc - 1] - g[rows, cc - 2]) + (g[rows, cc + 1] - g[rows, cc])
+    return float((v * beside).sum()), power
+
+
+def side_spill(g: Array, c: int, lo: int, hi: int) -> float | None:
+    """``side_moments`` as a ratio: the regression of the two neighbouring steps on the
+    step. About 0 where two pictures meet at one pixel, 1 for a step spread evenly over
+    two pixels."""
+    m = side_moments(g, c, lo, hi)
+    return None if m is None else m[0] / m[1]
+
+
+def box_spill(g: Array, px: tuple[int, int, int, int]) -> float | None:
+    """How much the steps along the inner sides of the box ``px`` (left, top, right,
+    bottom) spill into the pixels beside them, in the luma ``g``: ``side_moments`` pooled
+    over the sides (a faint side, whose ratio is mostly its neighbours' texture, weighs
+    little). A patch pasted or blended from another picture changes at one pixel, so the
+    steps beside its sides belong to the two pictures' own content: about 0 (a little
+    below from regression to the mean), and a JPEG save's ringing adds little. A real
+    object's edge is spread over two pixels or more by the lens, the sensor and any
+    resize. Luma, because a JPEG save halves chroma's resolution and spreads every colour
+    step. None when no side steps in luma."""
+    left, top, right, bottom = px
+    h, w = g.shape
+    sides = [
+        side_moments(g, left, top, bottom) if left > 0 else None,
+        side_moments(g, right, top, bottom) if right < w else None,
+        side_moments(g.T, top, left, right) if top > 0 else None,
+        side_moments(g.T, bottom, left, right) if bottom < h else None,
+    ]
+    moments = [m for m in sides if m is not None]
+    if not moments:
+        return None
+    return sum(m[0] for m in moments) / sum(m[1] for m in moments)
+
+
+def overlay(x: Array) -> Imperfection | None:
+    """A pasted or blended rectangle anywhere: the best of ``overlay_boxes``."""
+    h, w = x.shape[:2]
+    boxes = overlay_boxes(x)
+    found = boxes[0] if boxes else None
     if found is None:
         return None
     best = found[0]
