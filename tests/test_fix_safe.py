@@ -26,6 +26,11 @@ from agentiqa_cli.wiring import build_runtime
 from tests.conftest import natural_like, save_rgb
 from tests.test_cli_score import invoke
 
+# the fixed image may score a hair below its input on these small synthetic images (a crop of
+# black bands moves the camera model's reading by about 0.03); these tests are about what fix
+# writes, so they allow what the guide advises for a VLM's fixes
+TOLERANT = ("--tolerance", "0.05")
+
 
 def _fix(paths: list[Path], out: Path | None, vlm: ScriptedVLM) -> list[Result]:
     """`agentiqa fix`'s process over ``paths`` with a scripted fix role, as the CLI runs it."""
@@ -130,10 +135,12 @@ def test_jpeg_in_gives_jpeg_q95_out_with_the_columns(tmp_path: Path) -> None:
 
 def test_png_stays_png_and_format_chooses(tmp_path: Path) -> None:
     src = save_rgb(tmp_path / "in" / "boxed.png", _boxed())
-    assert invoke("fix", src, "--out", tmp_path / "a", "-q")[0] == 0
+    assert invoke("fix", src, "--out", tmp_path / "a", *TOLERANT, "-q")[0] == 0
     (a,) = (tmp_path / "a").glob("boxed-*")
     assert a.suffix == ".png" and Image.open(a).format == "PNG"
-    assert invoke("fix", src, "--out", tmp_path / "b", "--format", "webp", "-q")[0] == 0
+    # a lossy WebP encode of this small synthetic image costs about 0.1 of score
+    lossy = ("--tolerance", "0.2")
+    assert invoke("fix", src, "--out", tmp_path / "b", "--format", "webp", *lossy, "-q")[0] == 0
     (b,) = (tmp_path / "b").glob("boxed-*")
     assert b.suffix == ".webp" and Image.open(b).format == "WEBP"
     assert invoke("fix", src, "--out", tmp_path / "c", "--format", "gif", "-q")[0] == 2
@@ -149,7 +156,7 @@ def test_exif_orientation_is_applied_once(tmp_path: Path) -> None:
     stored = np.ascontiguousarray(np.rot90(_boxed(), k=1))  # the upright one turned back
     src = save_rgb(tmp_path / "in" / "side.jpg", stored, quality=95, exif=exif.tobytes())
     assert load_image(src).shape == (136, 128)
-    assert invoke("fix", src, "--out", tmp_path / "out", "-q")[0] == 0
+    assert invoke("fix", src, "--out", tmp_path / "out", *TOLERANT, "-q")[0] == 0
     (out,) = (tmp_path / "out").glob("side-*.jpg")
     with Image.open(out) as im:
         assert im.width == 128 and abs(im.height - 96) <= 4  # upright, cropped
@@ -164,7 +171,7 @@ def test_webp_keeps_its_lossless_class(tmp_path: Path) -> None:
     Image.fromarray(pixels).save(tmp_path / "q.webp", quality=80)
     assert encoding_of(tmp_path / "l.webp").lossless
     assert not encoding_of(tmp_path / "q.webp").lossless
-    assert invoke("fix", tmp_path / "l.webp", "--out", tmp_path / "out", "-q")[0] == 0
+    assert invoke("fix", tmp_path / "l.webp", "--out", tmp_path / "out", *TOLERANT, "-q")[0] == 0
     (out,) = (tmp_path / "out").glob("l-*.webp")
     with open(out, "rb") as f:
         assert _webp_lossless(f)

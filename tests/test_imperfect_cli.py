@@ -13,6 +13,11 @@ from PIL import Image
 from tests.conftest import natural_like, save_rgb
 from tests.test_cli_score import invoke
 
+# the fixed image may score a hair below its input on these small synthetic images (a crop of
+# black bands moves the camera model's reading by about 0.03); these tests are about what fix
+# writes, so they allow what the guide advises for a VLM's fixes
+TOLERANT = ("--tolerance", "0.05")
+
 
 def _rows(path: Path) -> dict[str, dict[str, str]]:
     with open(path, newline="") as f:
@@ -30,7 +35,7 @@ def _inputs(folder: Path) -> tuple[Path, Path]:
 def test_fix_writes_fixed_images_and_the_operations(tmp_path: Path) -> None:
     boxed, clean = _inputs(tmp_path / "in")
     before = {p: p.read_bytes() for p in (boxed, clean)}
-    code, _ = invoke("fix", tmp_path / "in", "--out", tmp_path / "out", "-q")
+    code, _ = invoke("fix", tmp_path / "in", "--out", tmp_path / "out", *TOLERANT, "-q")
     assert code == 0
     rows = _rows(tmp_path / "out" / "fixes.csv")
     assert rows["boxed.png"]["imperfections"] == "borders"
@@ -51,7 +56,7 @@ def test_fix_never_overwrites_an_input(tmp_path: Path) -> None:
     victim = tmp_path / "in" / f"boxed-{digest}.png"  # exactly where the fix would go
     shutil.copy(boxed, victim)
     original = victim.read_bytes()
-    code, _ = invoke("fix", tmp_path / "in", "--out", tmp_path / "in", "-q")
+    code, _ = invoke("fix", tmp_path / "in", "--out", tmp_path / "in", *TOLERANT, "-q")
     assert code == 3  # that row failed; the others were processed
     assert victim.read_bytes() == original
     rows = _rows(tmp_path / "in" / "fixes.csv")
@@ -74,7 +79,7 @@ def test_assess_fix_geometry_assesses_the_cropped_image(tmp_path: Path) -> None:
 def test_fix_is_reproducible(tmp_path: Path) -> None:
     _inputs(tmp_path / "in")
     for out in ("a", "b"):
-        assert invoke("fix", tmp_path / "in", "--out", tmp_path / out, "-q")[0] == 0
+        assert invoke("fix", tmp_path / "in", "--out", tmp_path / out, *TOLERANT, "-q")[0] == 0
     (a,) = (tmp_path / "a").glob("boxed-*.png")
     assert (tmp_path / "b" / a.name).read_bytes() == a.read_bytes()
 
