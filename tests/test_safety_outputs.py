@@ -407,8 +407,8 @@ def test_soak_kill_and_resume_hostile_batch(tmp_path: Path, crlf: bool) -> None:
     t1 = time.perf_counter()
     last = fork.Process(target=_cli_child, args=(["score", *argv, "--resume"],))
     last.start()
-    last.join(30)
-    assert last.exitcode in (0, 3)  # 3 when a bad file was still left for this run
+    last.join(180)  # a loaded machine (a whole suite beside it) can take a minute
+    assert last.exitcode in (0, 3), last.exitcode  # 3 when a bad file was still left
     print(f"warm-up {warm:.1f}s, 10 cycles {t1 - t0 - warm:.1f}s, final run "
           f"{time.perf_counter() - t1:.1f}s, {kills} kills mid-run")  # fmt: skip
     df = pd.read_csv(out, dtype=str, keep_default_na=False)
