@@ -596,7 +596,7 @@ def blockiness(image: LoadedImage) -> float:
 # reads 75, at q80-95 its steps are too fine to tell from rounding (read 100, as a PNG or a
 # resized JPEG, whose grid is gone). Measured on the fit set's camera series: earlier saves
 # at q60/45/32/22/14 read medians 59.8/44.9/31.8/21.9/14.2, clean q75 75.0, every image
-# without an earlier save 80 or more. A quality is not a judgement on its own (a q75 save is
+# without an earlier save 79.6 or more. A quality is not a judgement on its own (a q75 save is
 # a normal camera's); the camera model learns what it means beside the other readings.
 
 # the IJG reference luma table (quality 50), row v, column u
