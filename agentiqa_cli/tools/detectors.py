@@ -580,9 +580,20 @@ def blockiness(image: LoadedImage) -> float:
     """How much stronger luma steps are on one phase of an 8-pixel grid than on any other
     (lower is better). JPEG codes 8×8 blocks independently, so heavy compression leaves
     steps at every 8th row and column; natural content has no preferred phase (about 0)."""
-    # the crops' offsets are multiples of 8, so their profiles share the grid's phase
-    cols, rows = (np.mean(_column_energy(image, a), axis=0) for a in (1, 0))
+    rows, cols = _step_profiles(image)
     return 0.5 * (_grid_ratio(cols) + _grid_ratio(rows))
+
+
+def _step_profiles(image: LoadedImage) -> tuple[F32, F32]:
+    """The step profiles across rows and across columns, averaged over the crops (whose
+    offsets are multiples of 8, so their profiles share the grid's phase)."""
+
+    def make() -> tuple[F32, F32]:
+        rows, cols = (np.mean(_column_energy(image, a), axis=0) for a in (0, 1))
+        return rows, cols
+
+    profiles: tuple[F32, F32] = _cached(image, "det:profiles", make)
+    return profiles
 
 
 # -- the JPEG quality of the coarsest save ------------------------------------------------
@@ -639,8 +650,7 @@ def _grid_phase(image: LoadedImage) -> tuple[int, int]:
     if blockiness(image) < VISIBLE_GRID:
         return 0, 0
     phase = []
-    for axis in (0, 1):
-        c = np.mean(_column_energy(image, axis), axis=0)
+    for c in _step_profiles(image):
         n = c.size // 8 * 8
         # a step between pixels i and i + 1 is a block edge when a block starts at i + 1
         phase.append((int(np.argmax(c[:n].reshape(-1, 8).mean(axis=0))) + 1) % 8 if n else 0)
