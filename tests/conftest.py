@@ -70,6 +70,12 @@ def scene(seed: int, w: int = 320, h: int = 240) -> Image.Image:
     return Image.fromarray((0.7 * big + 0.3 * det).astype(np.uint8))
 
 
+# `fix` writing tests: the fixed image may score a hair below its input on the small synthetic
+# images (a crop of black bands moves the camera model's reading by about 0.03); those tests
+# are about what fix writes, so they allow what the guide advises for a VLM's fixes
+TOLERANT = ("--tolerance", "0.05")
+
+
 def save_rgb(path: Path, arr: np.ndarray, **kw: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray((np.clip(arr, 0, 1) * 255).round().astype(np.uint8)).save(path, **kw)

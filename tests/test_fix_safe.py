@@ -23,13 +23,8 @@ from agentiqa_cli.records import Result, ToolScore
 from agentiqa_cli.scoring import ToolScorer
 from agentiqa_cli.vlm.fake import ScriptedVLM
 from agentiqa_cli.wiring import build_runtime
-from tests.conftest import natural_like, save_rgb
+from tests.conftest import TOLERANT, natural_like, save_rgb
 from tests.test_cli_score import invoke
-
-# the fixed image may score a hair below its input on these small synthetic images (a crop of
-# black bands moves the camera model's reading by about 0.03); these tests are about what fix
-# writes, so they allow what the guide advises for a VLM's fixes
-TOLERANT = ("--tolerance", "0.05")
 
 
 def _fix(paths: list[Path], out: Path | None, vlm: ScriptedVLM) -> list[Result]:

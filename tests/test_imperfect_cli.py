@@ -10,13 +10,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from tests.conftest import natural_like, save_rgb
+from tests.conftest import TOLERANT, natural_like, save_rgb
 from tests.test_cli_score import invoke
-
-# the fixed image may score a hair below its input on these small synthetic images (a crop of
-# black bands moves the camera model's reading by about 0.03); these tests are about what fix
-# writes, so they allow what the guide advises for a VLM's fixes
-TOLERANT = ("--tolerance", "0.05")
 
 
 def _rows(path: Path) -> dict[str, dict[str, str]]:
