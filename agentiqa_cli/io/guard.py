@@ -229,9 +229,10 @@ def _check_writable(path: Path, what: str) -> None:
     try:
         if path.exists():
             os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
-        else:  # can a file be created there? (removed at once: nothing is left behind)
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-            path.unlink()
+        else:  # can a file be created there? A hidden probe, removed at once: the name
+            fd, probe = _new_beside(path)  # itself never appears before its run writes it
+            os.close(fd)
+            os.unlink(probe)
     except OSError as e:
         raise ConfigError(f"{name}: cannot write there: {e.strerror or e}") from None
 
