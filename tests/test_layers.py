@@ -113,8 +113,9 @@ def test_the_cli_starts_without_the_agent_or_heavy_libraries() -> None:
 
 def test_a_plain_assess_loads_no_heavy_scipy_or_scikit_image(tmp_path: Path) -> None:
     """Start-up time: a default `assess` (rules) reads prompts, cards and detectors, but not
-    scipy.stats/signal/optimize or scikit-image (together about a second): those belong to
-    `--fix`, `--experience`, evaluate's statistics and the fitting scripts."""
+    scipy.stats/signal/optimize/special/ndimage or scikit-image (together over a second):
+    those belong to probing, `--fix`, `--experience`, evaluate's statistics and the fitting
+    scripts (a role's module is imported to load every prompt: it must not pull them in)."""
     from tests.conftest import scene
 
     scene(0).save(tmp_path / "a.png")
@@ -123,7 +124,8 @@ def test_a_plain_assess_loads_no_heavy_scipy_or_scikit_image(tmp_path: Path) -> 
         "sys.argv = ['agentiqa', 'assess', sys.argv[1], '-o', sys.argv[2], '-q']\n"
         "try:\n    runpy.run_module('agentiqa_cli', run_name='__main__')\n"
         "except SystemExit as e:\n    assert not e.code, e.code\n"
-        "heavy = ['scipy.stats', 'scipy.signal', 'scipy.optimize', 'skimage']\n"
+        "heavy = ['scipy.stats', 'scipy.signal', 'scipy.optimize', 'scipy.special',\n"
+        "         'scipy.ndimage', 'skimage']\n"
         "print(sorted(m for m in heavy if m in sys.modules))"
     )
     done = subprocess.run(

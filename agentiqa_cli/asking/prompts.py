@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from jinja2 import (
     BaseLoader,
@@ -177,6 +178,19 @@ def _unsafe_attributes(asts: Iterable[TemplateAST]) -> list[str]:
     return sorted(found)
 
 
+# syntax trees by environment and source: a folder's twelve prompts share their fragments,
+# and each template is read by several checks at load (parsing is most of loading's time)
+_PARSED: WeakKeyDictionary[SandboxedEnvironment, dict[str, TemplateAST]] = WeakKeyDictionary()
+
+
+def _parse(env: SandboxedEnvironment, source: str) -> TemplateAST:
+    """``env.parse(source)``, once per environment (the trees are only read)."""
+    trees = _PARSED.setdefault(env, {})
+    if source not in trees:
+        trees[source] = env.parse(source)
+    return trees[source]
+
+
 def _fragments_of(env: SandboxedEnvironment, ast: TemplateAST) -> dict[str, TemplateAST]:
     """Every fragment ``ast`` imports or includes, transitively, parsed, by name."""
     found: dict[str, TemplateAST] = {}
@@ -187,7 +201,7 @@ def _fragments_of(env: SandboxedEnvironment, ast: TemplateAST) -> dict[str, Temp
                 raise ValueError("fragment names must be literal strings")
             if name not in found:
                 assert env.loader is not None
-                found[name] = env.parse(env.loader.get_source(env, name)[0])
+                found[name] = _parse(env, env.loader.get_source(env, name)[0])
                 todo.append(found[name])
     return found
 
@@ -220,7 +234,8 @@ class PromptSpec(BaseModel):
     top_logprobs: int = Field(0, ge=0, le=20)
 
     _sha256: str = PrivateAttr("")
-    _templates: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _env: SandboxedEnvironment | None = PrivateAttr(None)
+    _templates: dict[str, Any] = PrivateAttr(default_factory=dict)  # compiled when first used
     _fragments: tuple[str, ...] = PrivateAttr(())
     _fragments_sha256: str = PrivateAttr("")
     _digest: str = PrivateAttr("")  # own hash + sha256, kept (the trace asks per request)
@@ -263,7 +278,7 @@ class PromptSpec(BaseModel):
     def _template(cls, v: str, info: ValidationInfo) -> str:
         env = _env(info.context)
         try:
-            ast = env.parse(v)
+            ast = _parse(env, v)
             fragments = _fragments_of(env, ast)
         except TemplateNotFound as e:
             raise ValueError(f"fragment not found: {e}") from None
@@ -300,12 +315,8 @@ class PromptSpec(BaseModel):
         return self
 
     def model_post_init(self, context: Any) -> None:
-        env = _env(context)
-        self._templates = {
-            "system": env.from_string(self.system),
-            "user": env.from_string(self.user),
-        }
-        names = {n for t in (self.system, self.user) for n in _fragments_of(env, env.parse(t))}
+        env = self._env = _env(context)
+        names = {n for t in (self.system, self.user) for n in _fragments_of(env, _parse(env, t))}
         self._fragments = tuple(sorted(names))
         self._fragments_sha256 = _fragment_digest(env, names)
 
@@ -367,6 +378,12 @@ class PromptSpec(BaseModel):
         # the string limits of this role's own reply (a name may differ between replies)
         context["limits"] = string_limits([role(self.name).schema])
         texts: dict[str, str] = {}
+        if not self._templates:  # start-up time: a run compiles only the prompts it renders
+            env = self._env or _shipped_env()
+            self._templates = {
+                "system": env.from_string(self.system),
+                "user": env.from_string(self.user),
+            }
         for part, template in self._templates.items():
             try:
                 text = render_bounded(template.generate(context))

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Literal
 
-from scipy import special  # Student's t quantile, without loading scipy.stats (~1 s)
+from agentiqa_cli import heavy
 
 Stratum = Literal["hard", "random"]
 LEVEL = 0.95
@@ -150,6 +150,6 @@ def combine(
     lo_s, hi_s = scale
     if n < 2 or not math.isfinite(se):
         return Interval(mean, lo_s, hi_s, math.inf, n)
-
-    half = float(special.stdtrit(n - 1, 0.5 + level / 2)) * se
+    # Student's t quantile from scipy.special, without loading scipy.stats
+    half = float(heavy.special.stdtrit(n - 1, 0.5 + level / 2)) * se
     return Interval(mean, max(lo_s, mean - half), min(hi_s, mean + half), se, n)

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import ndimage
 
+from agentiqa_cli import heavy
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.imperfect.records import (
     FIXABLE,
@@ -229,7 +229,7 @@ def step_mask(x: Array) -> NDArray[np.bool_]:
 
 def _longest_runs(mask: NDArray[np.bool_], gap: int) -> NDArray[np.int_]:
     """Per column of ``mask``, its longest run of True, gaps up to ``gap`` closed."""
-    m = ndimage.binary_closing(mask, structure=np.ones((2 * gap + 1, 1), dtype=bool))
+    m = heavy.ndimage.binary_closing(mask, structure=np.ones((2 * gap + 1, 1), dtype=bool))
     m |= mask  # closing never removes, but keep the edges' pixels
     best = np.zeros(m.shape[1], dtype=np.int_)
     run = np.zeros(m.shape[1], dtype=np.int_)
@@ -420,11 +420,11 @@ def bezel(x: Array) -> tuple[int, int, int, int] | None:
     along all four sides (a frame) but not inside; returns the screen inside it (pixels)."""
     h, w = x.shape[:2]
     dark = luma(x) < BEZEL_DARK
-    lab, n = ndimage.label(dark)
+    lab, n = heavy.ndimage.label(dark)
     if n == 0:
         return None
-    sizes = ndimage.sum(dark, lab, index=np.arange(1, n + 1))
-    objects = ndimage.find_objects(lab)
+    sizes = heavy.ndimage.sum(dark, lab, index=np.arange(1, n + 1))
+    objects = heavy.ndimage.find_objects(lab)
     for k in np.argsort(sizes)[::-1][:3]:
         if sizes[k] < 0.01 * h * w:
             break
@@ -482,8 +482,8 @@ def moire(x: Array) -> Imperfection | None:
     yy, xx = np.mgrid[0:h, 0:w]
     carrier = np.exp(-2j * np.pi * (fx[0, ix] * xx + fy[iy, 0] * yy))
     amp = np.abs(
-        ndimage.uniform_filter((g * carrier).real, 9)
-        + 1j * ndimage.uniform_filter((g * carrier).imag, 9)
+        heavy.ndimage.uniform_filter((g * carrier).real, 9)
+        + 1j * heavy.ndimage.uniform_filter((g * carrier).imag, 9)
     )
     mask = amp > 0.5 * np.percentile(amp, 99)
     ys, xs = np.nonzero(mask)
@@ -537,7 +537,7 @@ def edge_steepness(x: Array) -> float | None:
     step = np.zeros_like(g)
     step[:, 1:] = np.abs(np.diff(g, axis=1))
     step[1:] = np.maximum(step[1:], np.abs(np.diff(g, axis=0)))
-    spread = ndimage.maximum_filter(g, 9) - ndimage.minimum_filter(g, 9)
+    spread = heavy.ndimage.maximum_filter(g, 9) - heavy.ndimage.minimum_filter(g, 9)
     edges = spread >= 0.08
     if edges.sum() < 50:
         return None

@@ -260,13 +260,8 @@ class CardSet:
         )
 
 
-# libyaml's safe loader when PyYAML was built with it: the same data, ~10× less start-up time
-# for the 44 shipped cards every command reads
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def load_card(path: Path) -> ToolCard:
-    data = load_yaml(path, "", _SAFE_LOADER)  # a regular UTF-8 file, bounded; exit 2 otherwise
+    data = load_yaml(path, "")  # a regular UTF-8 file, bounded; exit 2 otherwise
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a tool card must be a mapping")
     try:

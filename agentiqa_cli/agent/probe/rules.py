@@ -65,8 +65,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import ndimage
 
+from agentiqa_cli import heavy
 from agentiqa_cli.agent.probe.crops import CropBook, subject_overlap
 from agentiqa_cli.agent.probe.records import (
     ELSEWHERE_WEIGHT,
@@ -201,7 +201,7 @@ def _suspects(image: LoadedImage, cards: CardSet, glob: dict[str, Reading]) -> l
         if not group:
             continue
         suspect = np.logical_or.reduce([hits[n] for n in group])
-        labels, _ = ndimage.label(suspect, structure=np.ones((3, 3), dtype=bool))
+        labels, _ = heavy.ndimage.label(suspect, structure=np.ones((3, 3), dtype=bool))
         if enclosed:
             labels = _enclosed_only(labels, group, norms)
         least = max((CELL_RULES[n].min_cells for n in group), default=1)

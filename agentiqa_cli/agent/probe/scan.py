@@ -18,8 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import ndimage
 
+from agentiqa_cli import heavy
 from agentiqa_cli.agent.probe.crops import subject_overlap
 from agentiqa_cli.agent.probe.records import CropRecord, ProbeOutcome, SubjectRecord
 from agentiqa_cli.categories import artefact_of_detector
@@ -310,7 +310,7 @@ def find_subject(image: LoadedImage, cards: CardSet | None = None) -> SubjectRec
         return SubjectRecord(box=None, sharp=True)
     best = float(norms[salient].max())
     focus = salient & (norms >= best - FOCUS_MARGIN)
-    labels, _ = ndimage.label(focus, structure=np.ones((3, 3), dtype=bool))
+    labels, _ = heavy.ndimage.label(focus, structure=np.ones((3, 3), dtype=bool))
     at = np.argwhere(salient & (norms == best))[0]
     rows, cols = np.nonzero(labels == labels[at[0], at[1]])
     x0, y0 = xs[cols.min()], ys[rows.min()]
