@@ -164,6 +164,13 @@ def test_jpeg_quality_reads_the_coarsest_save_from_the_pixels(
         # ... and a crop, whose grid is found where the blocks' edges stand out ...
         cropped = early.crop((5, 3, early.width, early.height))
         assert abs(read(cropped, "q30_cropped.png") - 30.0) <= 4.0
-        # ... but not through a resize, which breaks the grid
+        # ... and an enlargement by 2 or 3 saved again, whose grid grew with it ...
+        for k in (2, 3):
+            big = early.resize((early.width * k, early.height * k), Image.Resampling.BICUBIC)
+            assert abs(read(big, f"q30_x{k}_q90.jpg", quality=90) - 30.0) <= 5.0, k
+        # ... but not through a reduction, which breaks the grid
         half = early.resize((early.width // 2, early.height // 2), Image.Resampling.LANCZOS)
         assert read(half, "q30_half.png") >= 80.0
+    # an enlarged photo without an earlier save reads as one
+    big = rgb.resize((rgb.width * 2, rgb.height * 2), Image.Resampling.BICUBIC)
+    assert read(big, "x2_q90.jpg", quality=90) >= 80.0

@@ -24,7 +24,7 @@ Working planes, computed once per image and cached on it:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -126,19 +126,31 @@ def _value(image: LoadedImage) -> F32:
 CROP = 512
 
 
+def _crop_origins(image: LoadedImage) -> list[tuple[int, int]]:
+    """Where the full-resolution crops start (multiples of 8): the image's origin when it
+    is read whole, else the centre's and the four quarters' crops."""
+    h, w = image.shape
+    if h <= FULL_SIDE and w <= FULL_SIDE:
+        return [(0, 0)]
+    ch, cw = min(CROP, h), min(CROP, w)
+    centres = [(h / 2, w / 2)] + [(h * fy, w * fx) for fy in (0.25, 0.75) for fx in (0.25, 0.75)]
+    return [
+        (
+            int(min(max(0.0, cy - ch / 2), h - ch)) // 8 * 8,
+            int(min(max(0.0, cx - cw / 2), w - cw)) // 8 * 8,
+        )
+        for cy, cx in centres
+    ]
+
+
 def _crops(image: LoadedImage) -> list[F32]:
     def make() -> list[F32]:
         h, w = image.shape
         if h <= FULL_SIDE and w <= FULL_SIDE:
             return [_gray(image)]
         ch, cw = min(CROP, h), min(CROP, w)
-        centres = [(h / 2, w / 2)] + [
-            (h * fy, w * fx) for fy in (0.25, 0.75) for fx in (0.25, 0.75)
-        ]
         out = []
-        for cy, cx in centres:
-            y0 = int(min(max(0.0, cy - ch / 2), h - ch)) // 8 * 8
-            x0 = int(min(max(0.0, cx - cw / 2), w - cw)) // 8 * 8
+        for y0, x0 in _crop_origins(image):
             # only the crop's rows become float: a large photo's full luma is never made
             crop = image.rows(y0, y0 + ch)[:, x0 : x0 + cw]
             out.append(np.ascontiguousarray(crop) @ _BT601)
@@ -623,6 +635,7 @@ _STEPS = np.arange(2, 121, dtype=np.float64)  # quantizer steps tried
 STEP_FIT = 0.6  # mean cos(2 pi c / step) over coefficients beyond half a step: on the lattice
 STEP_EVIDENCE = 40  # coefficients beyond half a step needed to judge a step
 SMALLEST_STEP = 4  # finer steps cannot be told from the rounding of 8-bit pixels
+UPSCALES = (2, 3)  # a JPEG enlarged by these factors after its save is read too
 
 
 def _basis() -> NDArray[np.float64]:
@@ -657,18 +670,35 @@ def _grid_phase(image: LoadedImage) -> tuple[int, int]:
     return phase[0], phase[1]
 
 
-def _block_coefficients(image: LoadedImage) -> NDArray[np.float64]:
+def _coefficients(planes: Iterable[F32]) -> NDArray[np.float64]:
     """The low-frequency DCT coefficients (``_JPEG_POSITIONS``, 8-bit units) of every 8x8
-    block of the full-resolution crops (whose offsets are multiples of 8) on the save's
-    grid."""
+    block of ``planes``, each read from its origin."""
     out = []
-    py, px = _grid_phase(image)
-    for g in _crops(image):
-        g = g[py:, px:]
+    for g in planes:
         h, w = g.shape[0] // 8 * 8, g.shape[1] // 8 * 8
         blocks = g[:h, :w].reshape(h // 8, 8, w // 8, 8).swapaxes(1, 2).reshape(-1, 64)
         out.append(blocks.astype(np.float64) @ (_BASIS * 255.0))
     return np.concatenate(out) if out else np.zeros((0, len(_JPEG_POSITIONS)))
+
+
+def _block_coefficients(image: LoadedImage) -> NDArray[np.float64]:
+    """The coefficients of the full-resolution crops (whose offsets are multiples of 8) on
+    the save's grid."""
+    py, px = _grid_phase(image)
+    return _coefficients(g[py:, px:] for g in _crops(image))
+
+
+def _upscaled_coefficients(image: LoadedImage, k: int) -> NDArray[np.float64]:
+    """The coefficients of the crops as they were before an upscale by ``k``: each k x k
+    cell averaged, from a multiple of 8k (an exact k-times resize keeps the origin: the
+    mean of an upscaled cell is about the pixel it came from, whose save's 8x8 grid becomes
+    the upscale's 8k x 8k one)."""
+    planes = []
+    for g, (y0, x0) in zip(_crops(image), _crop_origins(image), strict=True):
+        g = g[-y0 % (8 * k) :, -x0 % (8 * k) :]
+        h, w = g.shape[0] // k * k, g.shape[1] // k * k
+        planes.append(g[:h, :w].reshape(h // k, k, w // k, k).mean(axis=(1, 3)))
+    return _coefficients(planes)
 
 
 def _steps(c: NDArray[np.float64]) -> list[float | None]:
@@ -703,15 +733,20 @@ def jpeg_quality(image: LoadedImage) -> float:
     with too few values to tell is left out)."""
 
     def make() -> float:
-        c = _block_coefficients(image)
-        table = [_IJG_LUMA[v, u] for v, u in _JPEG_POSITIONS]
-        scales = [q / t for q, t in zip(_steps(c), table, strict=True) if q is not None]
-        if not scales:
-            return 100.0
-        s = float(np.median(scales))
-        return float(np.clip(100.0 - 50.0 * s if s <= 1.0 else 50.0 / s, 1.0, 100.0))
+        grids = [_block_coefficients(image)]
+        grids += [_upscaled_coefficients(image, k) for k in UPSCALES]
+        return min(_quality(c) for c in grids)
 
     return float(_cached(image, "det:jpeg", make))
+
+
+def _quality(c: NDArray[np.float64]) -> float:
+    table = [_IJG_LUMA[v, u] for v, u in _JPEG_POSITIONS]
+    scales = [q / t for q, t in zip(_steps(c), table, strict=True) if q is not None]
+    if not scales:
+        return 100.0
+    s = float(np.median(scales))
+    return float(np.clip(100.0 - 50.0 * s if s <= 1.0 else 50.0 / s, 1.0, 100.0))
 
 
 def _dead_fraction(c: F32) -> float:
