@@ -77,33 +77,63 @@ def test_tid2013_case_differences(tmp_path: Path) -> None:
     assert b.distortion == "sparse_sampling_reconstruction"
 
 
-def test_koniq(tmp_path: Path) -> None:
-    root = tmp_path / "koniq10k"
-    img(root / "512x384" / "826373.jpg")
-    (root / "koniq10k_scores_and_distributions.csv").write_text(
+# layouts without references: (folder, images, score file, its text, layout, MOS range, MOS)
+NO_REFERENCE = {
+    "koniq10k": (
+        "koniq10k",
+        ["512x384/826373.jpg"],
+        "koniq10k_scores_and_distributions.csv",
         "image_name,c1,c2,c3,c4,c5,c_total,MOS,SD,MOS_zscore\n"
-        "826373.jpg,0,1,40,60,3,104,3.62,0.65,68.2\n"
-    )
-    ds = load_dataset(root)
-    (item,) = ds.items
-    assert ds.layout == "koniq10k" and ds.mos_range == (1.0, 5.0)
-    assert item.image == root / "512x384/826373.jpg" and item.mos == 3.62
-    assert item.reference is None and item.distortion is None
-
-
-def test_spaq_csv_export_under_annotations(tmp_path: Path) -> None:
-    root = tmp_path / "SPAQ"
-    img(root / "TestImage" / "00001.jpg")
-    img(root / "TestImage" / "00002.jpg")
-    (root / "Annotations").mkdir()
-    (root / "Annotations" / "MOS and Image attribute scores.csv").write_text(
+        "826373.jpg,0,1,40,60,3,104,3.62,0.65,68.2\n",
+        (1.0, 5.0),
+        [3.62],
+    ),
+    # SPAQ's sheet exported as CSV, under Annotations/, its images in TestImage/
+    "spaq": (
+        "SPAQ",
+        ["TestImage/00001.jpg", "TestImage/00002.jpg"],
+        "Annotations/MOS and Image attribute scores.csv",
         "Image name,MOS,Brightness,Colorfulness,Contrast,Noisiness,Sharpness\n"
-        "00001.jpg,42.1,40,50,45,30,44\n00002.jpg,77,70,71,72,73,74\n"
-    )
+        "00001.jpg,42.1,40,50,45,30,44\n00002.jpg,77,70,71,72,73,74\n",
+        (0.0, 100.0),
+        [42.1, 77.0],
+    ),
+    # the image folder is found beside data.csv
+    "agiqa3k": (
+        "AGIQA-3K",
+        ["Images/AttnGAN_normal_000.jpg"],
+        "data.csv",
+        "name,prompt,adj1,adj2,style,mos_quality,std_quality,mos_align,std_align\n"
+        "AttnGAN_normal_000.jpg,a cat,,,,1.2,0.5,2.0,0.4\n",
+        (0.0, 5.0),
+        [1.2],
+    ),
+    # image numbers in the CSV, the images in a subfolder
+    "bid": (
+        "BID",
+        ["ImageDatabase/DatabaseImage0001.JPG", "ImageDatabase/DatabaseImage0012.JPG"],
+        "DatabaseGrades.csv",
+        "Image Number,Average Subjective Score\n1,3.5\n12,0.8\n",
+        (0.0, 5.0),
+        [3.5, 0.8],
+    ),
+}
+
+
+@pytest.mark.parametrize("layout", NO_REFERENCE)
+def test_layouts_without_references(tmp_path: Path, layout: str) -> None:
+    folder, images, score_file, text, mos_range, mos = NO_REFERENCE[layout]
+    root = tmp_path / folder
+    for name in images:
+        img(root / name)
+    (root / score_file).parent.mkdir(parents=True, exist_ok=True)
+    (root / score_file).write_text(text)
     ds = load_dataset(root)
-    assert ds.layout == "spaq" and ds.root == root and ds.mos_range == (0.0, 100.0)
-    assert [(i.image.name, i.mos) for i in ds.items] == [("00001.jpg", 42.1), ("00002.jpg", 77.0)]
-    assert all(i.image.parent == root / "TestImage" for i in ds.items)
+    assert ds.layout == layout and ds.root == root and ds.mos_range == mos_range
+    assert [(i.image, i.mos) for i in ds.items] == [
+        (root / n, m) for n, m in zip(images, mos, strict=True)
+    ]
+    assert all(i.reference is None and i.distortion is None for i in ds.items)
 
 
 def _spaq_xlsx(root: Path) -> Path:
@@ -134,35 +164,6 @@ def test_xlsx_without_openpyxl_says_export_csv(
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # import now fails
     with pytest.raises(ConfigError, match=r"openpyxl.*export the sheet as CSV"):
         load_dataset(path, layout="spaq")
-
-
-def test_agiqa3k_finds_the_image_folder(tmp_path: Path) -> None:
-    root = tmp_path / "AGIQA-3K"
-    img(root / "Images" / "AttnGAN_normal_000.jpg")
-    (root / "data.csv").write_text(
-        "name,prompt,adj1,adj2,style,mos_quality,std_quality,mos_align,std_align\n"
-        "AttnGAN_normal_000.jpg,a cat,,,,1.2,0.5,2.0,0.4\n"
-    )
-    ds = load_dataset(root)
-    (item,) = ds.items
-    assert ds.layout == "agiqa3k" and ds.mos_range == (0.0, 5.0)
-    assert item.image == root / "Images/AttnGAN_normal_000.jpg" and item.mos == 1.2
-
-
-def test_bid_csv_with_images_in_a_subfolder(tmp_path: Path) -> None:
-    root = tmp_path / "BID"
-    img(root / "ImageDatabase" / "DatabaseImage0001.JPG")
-    img(root / "ImageDatabase" / "DatabaseImage0012.JPG")
-    (root / "DatabaseGrades.csv").write_text(
-        "Image Number,Average Subjective Score\n1,3.5\n12,0.8\n"
-    )
-    ds = load_dataset(root)
-    assert ds.layout == "bid" and ds.mos_range == (0.0, 5.0)
-    assert [(i.image.name, i.mos) for i in ds.items] == [
-        ("DatabaseImage0001.JPG", 3.5),
-        ("DatabaseImage0012.JPG", 0.8),
-    ]
-    assert all(i.image.is_file() for i in ds.items)
 
 
 def test_detection_and_layout_errors(tmp_path: Path) -> None:
