@@ -648,14 +648,10 @@ def test_http_vlm_with_broken_logprobs_end_to_end(tmp_path: Path, bad: str) -> N
         Reply(body=completion(json.dumps(SELECT_NOISE))),
         Reply(raw=raw),
     )
-    server.thread.start()
-    try:
-        save_rgb(tmp_path / "a.png", natural_like(64, 80))
+    save_rgb(tmp_path / "a.png", natural_like(64, 80))
+    with server:
         r = run("assess", "a.png", "--vlm", server.url, "--model", "m", "-t", "piqe",
                 "--vlm-fallback", "rules", "-o", "out.csv", "-j", "1", cwd=tmp_path)  # fmt: skip
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
     (row,) = rows(tmp_path / "out.csv")
     assert r.returncode == 0, (row, r.stderr)
     assert row["status"] == "ok" and row["error"] == ""
