@@ -126,5 +126,14 @@ def save_rgb(path: Path, arr: np.ndarray, **kw: object) -> Path:
 
 
 @pytest.fixture
+def pics(tmp_path: Path) -> Path:
+    """A folder of two small photo-like PNGs, p0.png and p1.png."""
+    d = tmp_path / "d"
+    for i in range(2):
+        save_rgb(d / f"p{i}.png", natural_like(64, 80, seed=i))
+    return d
+
+
+@pytest.fixture
 def photo(tmp_path: Path) -> Path:
     return save_rgb(tmp_path / "photo.png", natural_like())
