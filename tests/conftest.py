@@ -1,18 +1,17 @@
-"""Shared fixtures: generated images, and a guard that keeps tests off the network."""
+"""Shared fixtures and helpers: generated images, the real vLLM server of the vllm_server
+tests, and a guard that keeps tests off the network."""
 
 from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 from PIL import Image
 
-if TYPE_CHECKING:
-    from tests.vllm_server import VLLMServer
+from tests import vllm_server
 
 _real_connect = socket.socket.connect
 
@@ -53,11 +52,9 @@ def _loud_after_each_test() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def vllm() -> Iterator[VLLMServer]:
+def vllm() -> Iterator[vllm_server.VLLMServer]:
     """A real vLLM server serving the tiny model (tests/vllm_server.py) for one module's
     tests, with ``vllm_server.KEY`` as its API key; the tests are skipped where it cannot run."""
-    from tests import vllm_server
-
     yield from vllm_server.serve()
 
 
