@@ -43,97 +43,96 @@ def test_generic_csv_bad_mos_names_the_line(tmp_path: Path) -> None:
         load_dataset(tmp_path / "x.csv")
 
 
-def test_kadid(tmp_path: Path) -> None:
-    root = tmp_path / "kadid10k"
-    for n in ("I01_01_05.png", "I01.png", "I02_25_01.png", "I02.png"):
-        img(root / "images" / n)
-    (root / "dmos.csv").write_text(
-        "dist_img,ref_img,dmos,var\nI01_01_05.png,I01.png,1.6,0.8\nI02_25_01.png,I02.png,4.57,0.3\n"
-    )
-    ds = load_dataset(root)
-    assert ds.layout == "kadid10k" and ds.mos_range == (1.0, 5.0)
-    first, second = ds.items
-    assert first.image == root / "images/I01_01_05.png"
-    assert first.reference == root / "images/I01.png"
-    assert (first.mos, first.distortion) == (1.6, "gaussian_blur")
-    assert (second.mos, second.distortion) == (4.57, "contrast_change")
-
-
-def test_tid2013_case_differences(tmp_path: Path) -> None:
-    root = tmp_path / "tid2013"
-    img(root / "distorted_images" / "i01_01_1.bmp")
-    img(root / "distorted_images" / "I25_24_5.BMP")  # upper-case on disk, lower in the list
-    img(root / "reference_images" / "I01.BMP")
-    img(root / "reference_images" / "i25.bmp")  # the one lower-case reference
-    (root / "mos_with_names.txt").write_text("5.51429 i01_01_1.bmp\n3.2 i25_24_5.bmp\n")
-    ds = load_dataset(root)
-    assert ds.layout == "tid2013" and ds.mos_range == (0.0, 9.0)
-    a, b = ds.items
-    assert a.image == root / "distorted_images/i01_01_1.bmp"
-    assert a.reference == root / "reference_images/I01.BMP"
-    assert (a.mos, a.distortion) == (5.51429, "additive_gaussian_noise")
-    assert b.image.name == "I25_24_5.BMP" and b.image.is_file()
-    assert b.reference is not None and b.reference.name == "i25.bmp" and b.reference.is_file()
-    assert b.distortion == "sparse_sampling_reconstruction"
-
-
-# layouts without references: (folder, images, score file, its text, layout, MOS range, MOS)
-NO_REFERENCE = {
+# each layout in its real on-disk form: (folder, score file, its text, MOS range, and the rows
+# read: image, reference, MOS, distortion); the images and references named are written
+LAYOUTS = {
+    "kadid10k": (
+        "kadid10k",
+        "dmos.csv",
+        "dist_img,ref_img,dmos,var\nI01_01_05.png,I01.png,1.6,0.8\nI02_25_01.png,I02.png,4.57,0.3\n",
+        (1.0, 5.0),
+        [
+            ("images/I01_01_05.png", "images/I01.png", 1.6, "gaussian_blur"),
+            ("images/I02_25_01.png", "images/I02.png", 4.57, "contrast_change"),
+        ],
+    ),
+    # the list's names are lower-case; on disk I25_24_5.BMP and I01.BMP are upper-case
+    "tid2013": (
+        "tid2013",
+        "mos_with_names.txt",
+        "5.51429 i01_01_1.bmp\n3.2 i25_24_5.bmp\n",
+        (0.0, 9.0),
+        [
+            (
+                "distorted_images/i01_01_1.bmp",
+                "reference_images/I01.BMP",
+                5.51429,
+                "additive_gaussian_noise",
+            ),
+            (
+                "distorted_images/I25_24_5.BMP",
+                "reference_images/i25.bmp",
+                3.2,
+                "sparse_sampling_reconstruction",
+            ),
+        ],
+    ),
     "koniq10k": (
         "koniq10k",
-        ["512x384/826373.jpg"],
         "koniq10k_scores_and_distributions.csv",
         "image_name,c1,c2,c3,c4,c5,c_total,MOS,SD,MOS_zscore\n"
         "826373.jpg,0,1,40,60,3,104,3.62,0.65,68.2\n",
         (1.0, 5.0),
-        [3.62],
+        [("512x384/826373.jpg", None, 3.62, None)],
     ),
     # SPAQ's sheet exported as CSV, under Annotations/, its images in TestImage/
     "spaq": (
         "SPAQ",
-        ["TestImage/00001.jpg", "TestImage/00002.jpg"],
         "Annotations/MOS and Image attribute scores.csv",
         "Image name,MOS,Brightness,Colorfulness,Contrast,Noisiness,Sharpness\n"
         "00001.jpg,42.1,40,50,45,30,44\n00002.jpg,77,70,71,72,73,74\n",
         (0.0, 100.0),
-        [42.1, 77.0],
+        [("TestImage/00001.jpg", None, 42.1, None), ("TestImage/00002.jpg", None, 77.0, None)],
     ),
     # the image folder is found beside data.csv
     "agiqa3k": (
         "AGIQA-3K",
-        ["Images/AttnGAN_normal_000.jpg"],
         "data.csv",
         "name,prompt,adj1,adj2,style,mos_quality,std_quality,mos_align,std_align\n"
         "AttnGAN_normal_000.jpg,a cat,,,,1.2,0.5,2.0,0.4\n",
         (0.0, 5.0),
-        [1.2],
+        [("Images/AttnGAN_normal_000.jpg", None, 1.2, None)],
     ),
     # image numbers in the CSV, the images in a subfolder
     "bid": (
         "BID",
-        ["ImageDatabase/DatabaseImage0001.JPG", "ImageDatabase/DatabaseImage0012.JPG"],
         "DatabaseGrades.csv",
         "Image Number,Average Subjective Score\n1,3.5\n12,0.8\n",
         (0.0, 5.0),
-        [3.5, 0.8],
+        [
+            ("ImageDatabase/DatabaseImage0001.JPG", None, 3.5, None),
+            ("ImageDatabase/DatabaseImage0012.JPG", None, 0.8, None),
+        ],
     ),
 }
 
 
-@pytest.mark.parametrize("layout", NO_REFERENCE)
-def test_layouts_without_references(tmp_path: Path, layout: str) -> None:
-    folder, images, score_file, text, mos_range, mos = NO_REFERENCE[layout]
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_each_layout_reads_its_rows(tmp_path: Path, layout: str) -> None:
+    folder, score_file, text, mos_range, rows = LAYOUTS[layout]
     root = tmp_path / folder
-    for name in images:
-        img(root / name)
+    for image, reference, _, _ in rows:
+        img(root / image)
+        if reference is not None:
+            img(root / reference)
     (root / score_file).parent.mkdir(parents=True, exist_ok=True)
     (root / score_file).write_text(text)
     ds = load_dataset(root)
     assert ds.layout == layout and ds.root == root and ds.mos_range == mos_range
-    assert [(i.image, i.mos) for i in ds.items] == [
-        (root / n, m) for n, m in zip(images, mos, strict=True)
+    assert [(i.image, i.reference, i.mos, i.distortion) for i in ds.items] == [
+        (root / image, root / reference if reference else None, mos, distortion)
+        for image, reference, mos, distortion in rows
     ]
-    assert all(i.reference is None and i.distortion is None for i in ds.items)
 
 
 def _spaq_xlsx(root: Path) -> Path:
