@@ -9,13 +9,13 @@ markers is replaced with ``agentiqa score --help`` in a fenced block.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import os
 import re
-import sys
 from pathlib import Path
+
+from generated_file import check_flag, write_or_check
 
 CLI_DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 BLOCK = re.compile(r"(<!-- help: ?(?P<cmd>[\w -]*?) -->\n)(?P<body>.*?)(<!-- /help -->)", re.S)
@@ -40,21 +40,10 @@ def render(text: str) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--check", action="store_true")
-    args = ap.parse_args()
-    old = CLI_DOC.read_text(encoding="utf-8")
-    new = render(old)
-    if args.check:
-        if new != old:
-            print(
-                "docs/cli.md --help sections are stale: run python scripts/cli_doc.py",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    CLI_DOC.write_text(new, encoding="utf-8")
-    return 0
+    check = check_flag()
+    new = render(CLI_DOC.read_text(encoding="utf-8"))
+    stale = "docs/cli.md --help sections are stale: run python scripts/cli_doc.py"
+    return write_or_check(CLI_DOC, new, check, stale)
 
 
 if __name__ == "__main__":

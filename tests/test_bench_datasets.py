@@ -43,67 +43,96 @@ def test_generic_csv_bad_mos_names_the_line(tmp_path: Path) -> None:
         load_dataset(tmp_path / "x.csv")
 
 
-def test_kadid(tmp_path: Path) -> None:
-    root = tmp_path / "kadid10k"
-    for n in ("I01_01_05.png", "I01.png", "I02_25_01.png", "I02.png"):
-        img(root / "images" / n)
-    (root / "dmos.csv").write_text(
-        "dist_img,ref_img,dmos,var\nI01_01_05.png,I01.png,1.6,0.8\nI02_25_01.png,I02.png,4.57,0.3\n"
-    )
-    ds = load_dataset(root)
-    assert ds.layout == "kadid10k" and ds.mos_range == (1.0, 5.0)
-    first, second = ds.items
-    assert first.image == root / "images/I01_01_05.png"
-    assert first.reference == root / "images/I01.png"
-    assert (first.mos, first.distortion) == (1.6, "gaussian_blur")
-    assert (second.mos, second.distortion) == (4.57, "contrast_change")
-
-
-def test_tid2013_case_differences(tmp_path: Path) -> None:
-    root = tmp_path / "tid2013"
-    img(root / "distorted_images" / "i01_01_1.bmp")
-    img(root / "distorted_images" / "I25_24_5.BMP")  # upper-case on disk, lower in the list
-    img(root / "reference_images" / "I01.BMP")
-    img(root / "reference_images" / "i25.bmp")  # the one lower-case reference
-    (root / "mos_with_names.txt").write_text("5.51429 i01_01_1.bmp\n3.2 i25_24_5.bmp\n")
-    ds = load_dataset(root)
-    assert ds.layout == "tid2013" and ds.mos_range == (0.0, 9.0)
-    a, b = ds.items
-    assert a.image == root / "distorted_images/i01_01_1.bmp"
-    assert a.reference == root / "reference_images/I01.BMP"
-    assert (a.mos, a.distortion) == (5.51429, "additive_gaussian_noise")
-    assert b.image.name == "I25_24_5.BMP" and b.image.is_file()
-    assert b.reference is not None and b.reference.name == "i25.bmp" and b.reference.is_file()
-    assert b.distortion == "sparse_sampling_reconstruction"
-
-
-def test_koniq(tmp_path: Path) -> None:
-    root = tmp_path / "koniq10k"
-    img(root / "512x384" / "826373.jpg")
-    (root / "koniq10k_scores_and_distributions.csv").write_text(
+# each layout in its real on-disk form: (folder, score file, its text, MOS range, and the rows
+# read: image, reference, MOS, distortion); the images and references named are written
+LAYOUTS = {
+    "kadid10k": (
+        "kadid10k",
+        "dmos.csv",
+        "dist_img,ref_img,dmos,var\nI01_01_05.png,I01.png,1.6,0.8\nI02_25_01.png,I02.png,4.57,0.3\n",
+        (1.0, 5.0),
+        [
+            ("images/I01_01_05.png", "images/I01.png", 1.6, "gaussian_blur"),
+            ("images/I02_25_01.png", "images/I02.png", 4.57, "contrast_change"),
+        ],
+    ),
+    # the list's names are lower-case; on disk I25_24_5.BMP and I01.BMP are upper-case
+    "tid2013": (
+        "tid2013",
+        "mos_with_names.txt",
+        "5.51429 i01_01_1.bmp\n3.2 i25_24_5.bmp\n",
+        (0.0, 9.0),
+        [
+            (
+                "distorted_images/i01_01_1.bmp",
+                "reference_images/I01.BMP",
+                5.51429,
+                "additive_gaussian_noise",
+            ),
+            (
+                "distorted_images/I25_24_5.BMP",
+                "reference_images/i25.bmp",
+                3.2,
+                "sparse_sampling_reconstruction",
+            ),
+        ],
+    ),
+    "koniq10k": (
+        "koniq10k",
+        "koniq10k_scores_and_distributions.csv",
         "image_name,c1,c2,c3,c4,c5,c_total,MOS,SD,MOS_zscore\n"
-        "826373.jpg,0,1,40,60,3,104,3.62,0.65,68.2\n"
-    )
-    ds = load_dataset(root)
-    (item,) = ds.items
-    assert ds.layout == "koniq10k" and ds.mos_range == (1.0, 5.0)
-    assert item.image == root / "512x384/826373.jpg" and item.mos == 3.62
-    assert item.reference is None and item.distortion is None
-
-
-def test_spaq_csv_export_under_annotations(tmp_path: Path) -> None:
-    root = tmp_path / "SPAQ"
-    img(root / "TestImage" / "00001.jpg")
-    img(root / "TestImage" / "00002.jpg")
-    (root / "Annotations").mkdir()
-    (root / "Annotations" / "MOS and Image attribute scores.csv").write_text(
+        "826373.jpg,0,1,40,60,3,104,3.62,0.65,68.2\n",
+        (1.0, 5.0),
+        [("512x384/826373.jpg", None, 3.62, None)],
+    ),
+    # SPAQ's sheet exported as CSV, under Annotations/, its images in TestImage/
+    "spaq": (
+        "SPAQ",
+        "Annotations/MOS and Image attribute scores.csv",
         "Image name,MOS,Brightness,Colorfulness,Contrast,Noisiness,Sharpness\n"
-        "00001.jpg,42.1,40,50,45,30,44\n00002.jpg,77,70,71,72,73,74\n"
-    )
+        "00001.jpg,42.1,40,50,45,30,44\n00002.jpg,77,70,71,72,73,74\n",
+        (0.0, 100.0),
+        [("TestImage/00001.jpg", None, 42.1, None), ("TestImage/00002.jpg", None, 77.0, None)],
+    ),
+    # the image folder is found beside data.csv
+    "agiqa3k": (
+        "AGIQA-3K",
+        "data.csv",
+        "name,prompt,adj1,adj2,style,mos_quality,std_quality,mos_align,std_align\n"
+        "AttnGAN_normal_000.jpg,a cat,,,,1.2,0.5,2.0,0.4\n",
+        (0.0, 5.0),
+        [("Images/AttnGAN_normal_000.jpg", None, 1.2, None)],
+    ),
+    # image numbers in the CSV, the images in a subfolder
+    "bid": (
+        "BID",
+        "DatabaseGrades.csv",
+        "Image Number,Average Subjective Score\n1,3.5\n12,0.8\n",
+        (0.0, 5.0),
+        [
+            ("ImageDatabase/DatabaseImage0001.JPG", None, 3.5, None),
+            ("ImageDatabase/DatabaseImage0012.JPG", None, 0.8, None),
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_each_layout_reads_its_rows(tmp_path: Path, layout: str) -> None:
+    folder, score_file, text, mos_range, rows = LAYOUTS[layout]
+    root = tmp_path / folder
+    for image, reference, _, _ in rows:
+        img(root / image)
+        if reference is not None:
+            img(root / reference)
+    (root / score_file).parent.mkdir(parents=True, exist_ok=True)
+    (root / score_file).write_text(text)
     ds = load_dataset(root)
-    assert ds.layout == "spaq" and ds.root == root and ds.mos_range == (0.0, 100.0)
-    assert [(i.image.name, i.mos) for i in ds.items] == [("00001.jpg", 42.1), ("00002.jpg", 77.0)]
-    assert all(i.image.parent == root / "TestImage" for i in ds.items)
+    assert ds.layout == layout and ds.root == root and ds.mos_range == mos_range
+    assert [(i.image, i.reference, i.mos, i.distortion) for i in ds.items] == [
+        (root / image, root / reference if reference else None, mos, distortion)
+        for image, reference, mos, distortion in rows
+    ]
 
 
 def _spaq_xlsx(root: Path) -> Path:
@@ -134,35 +163,6 @@ def test_xlsx_without_openpyxl_says_export_csv(
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # import now fails
     with pytest.raises(ConfigError, match=r"openpyxl.*export the sheet as CSV"):
         load_dataset(path, layout="spaq")
-
-
-def test_agiqa3k_finds_the_image_folder(tmp_path: Path) -> None:
-    root = tmp_path / "AGIQA-3K"
-    img(root / "Images" / "AttnGAN_normal_000.jpg")
-    (root / "data.csv").write_text(
-        "name,prompt,adj1,adj2,style,mos_quality,std_quality,mos_align,std_align\n"
-        "AttnGAN_normal_000.jpg,a cat,,,,1.2,0.5,2.0,0.4\n"
-    )
-    ds = load_dataset(root)
-    (item,) = ds.items
-    assert ds.layout == "agiqa3k" and ds.mos_range == (0.0, 5.0)
-    assert item.image == root / "Images/AttnGAN_normal_000.jpg" and item.mos == 1.2
-
-
-def test_bid_csv_with_images_in_a_subfolder(tmp_path: Path) -> None:
-    root = tmp_path / "BID"
-    img(root / "ImageDatabase" / "DatabaseImage0001.JPG")
-    img(root / "ImageDatabase" / "DatabaseImage0012.JPG")
-    (root / "DatabaseGrades.csv").write_text(
-        "Image Number,Average Subjective Score\n1,3.5\n12,0.8\n"
-    )
-    ds = load_dataset(root)
-    assert ds.layout == "bid" and ds.mos_range == (0.0, 5.0)
-    assert [(i.image.name, i.mos) for i in ds.items] == [
-        ("DatabaseImage0001.JPG", 3.5),
-        ("DatabaseImage0012.JPG", 0.8),
-    ]
-    assert all(i.image.is_file() for i in ds.items)
 
 
 def test_detection_and_layout_errors(tmp_path: Path) -> None:

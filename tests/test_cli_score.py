@@ -56,6 +56,11 @@ def invoke(*args: str | Path) -> tuple[int, str]:
     return code, buf.getvalue()
 
 
+def exit_code(*args: str | Path) -> int:
+    """``invoke``'s exit code, for the tests that read only that."""
+    return invoke(*args)[0]
+
+
 def test_fr_scores_fall_with_blur_and_outputs_parse(
     tmp_path: Path, fr_set: tuple[Path, Path]
 ) -> None:

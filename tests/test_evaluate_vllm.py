@@ -12,48 +12,28 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-from PIL import Image
 
 from agentiqa_cli.asking.asker import parse_reply
 from agentiqa_cli.evaluate.planning import EvalPlanReply
 from agentiqa_cli.evaluate.records import RoundEvent, Verdict
 from agentiqa_cli.vlm.base import VLMReply
-
-sys.path.insert(0, str(Path(__file__).parent))
-import vllm_server
+from tests import vllm_server
+from tests.conftest import wave_images
 
 pytestmark = pytest.mark.vllm_server
 
-KEY = "agentiqa-evaluate-key"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[vllm_server.VLLMServer]:
-    vllm_server.skip_unless_available()
-    with vllm_server.VLLMServer(api_key=KEY) as srv:
-        yield srv
-
 
 def test_evaluate_end_to_end_against_the_server(
-    server: vllm_server.VLLMServer, tmp_path: Path
+    vllm: vllm_server.VLLMServer, tmp_path: Path
 ) -> None:
-    imgs = tmp_path / "imgs"
-    imgs.mkdir()
-    rng = np.random.default_rng(0)
-    for i in range(8):
-        yy, xx = np.mgrid[0:96, 0:128]
-        base = (0.5 + 0.4 * np.sin(xx / (5 + i)) * np.cos(yy / 7))[..., None].repeat(3, 2)
-        arr = np.clip(base + rng.normal(0, 0.02 * (i % 3), base.shape), 0, 1)
-        Image.fromarray((arr * 255).astype(np.uint8)).save(imgs / f"{i}.png")
+    imgs = wave_images(tmp_path / "imgs", 8)
     out = tmp_path / "e.csv"
-    env = {**os.environ, "AGENTIQA_API_KEY": KEY}
-    cmd = [sys.executable, "-m", "agentiqa_cli", "evaluate", str(imgs), "--vlm", server.base_url,
+    env = {**os.environ, "AGENTIQA_API_KEY": vllm_server.KEY}
+    cmd = [sys.executable, "-m", "agentiqa_cli", "evaluate", str(imgs), "--vlm", vllm.base_url,
            "--model", vllm_server.SERVED_NAME, "--max-rounds", "2", "--max-samples", "6",
            "-o", str(out), "-j", "2", "-q", "--json"]  # fmt: skip
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -64,7 +44,7 @@ def test_evaluate_end_to_end_against_the_server(
     assert set(df["round"]) <= {1, 2} and (df["sub_aspect"] != "").all()
     assert verdict.assessed == len(df) and verdict.planner.calls >= verdict.rounds
     text = (tmp_path / "e.trace.jsonl").read_text()
-    assert KEY not in text
+    assert vllm_server.KEY not in text
     events = [json.loads(line) for line in text.splitlines()]
     asked = [e for e in events if e["step"] == "eval_plan" and "reply" in e]
     assert asked and all(e["request"]["constrained"] for e in asked)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,33 +16,23 @@ import pytest
 from PIL import Image
 
 from agentiqa_cli.bench.synth import bundled_photos
+from tests import vllm_server
 from tests.test_cli_score import invoke
 
-sys.path.insert(0, str(Path(__file__).parent))
-import vllm_server
-
 pytestmark = pytest.mark.vllm_server
-KEY = "agentiqa-test-key"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[vllm_server.VLLMServer]:
-    vllm_server.skip_unless_available()
-    with vllm_server.VLLMServer(api_key=KEY) as srv:
-        yield srv
 
 
 def test_vqpp_and_fix_with_a_served_model(
-    server: vllm_server.VLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    vllm: vllm_server.VLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("AGENTIQA_API_KEY", KEY)
+    monkeypatch.setenv("AGENTIQA_API_KEY", vllm_server.KEY)
     clean = tmp_path / "clean"
     clean.mkdir()
     for name, x in zip(("chelsea", "coffee"), bundled_photos(("chelsea", "coffee")), strict=True):
         im = Image.fromarray((x * 255).astype(np.uint8))
         im.thumbnail((160, 160))
         im.save(clean / f"{name}.png")
-    vlm = ["--vlm", server.base_url, "--model", vllm_server.SERVED_NAME]
+    vlm = ["--vlm", vllm.base_url, "--model", vllm_server.SERVED_NAME]
     code, _ = invoke(
         "eval-bench", "vqpp", clean, "-o", tmp_path / "vq", "--size", "160", *vlm, "-q"
     )

@@ -17,22 +17,9 @@ from agentiqa_cli.io.guard import identities, image_out_refusal, whole_file, wri
 from agentiqa_cli.io.results import ResultsWriter, columns_for, lock_path
 from agentiqa_cli.records import Result
 from tests.conftest import natural_like, save_rgb
+from tests.test_cli_score import exit_code
 
 COLS = columns_for(None)
-
-
-def invoke(*args: str | Path) -> int:
-    from tests.test_cli_score import invoke as run
-
-    return run(*args)[0]
-
-
-@pytest.fixture
-def pics(tmp_path: Path) -> Path:
-    d = tmp_path / "d"
-    for i in range(2):
-        save_rgb(d / f"p{i}.png", natural_like(64, 80, seed=i))
-    return d
 
 
 def _plain_rows(path: Path, n: int) -> None:
@@ -61,12 +48,12 @@ def test_resume_cli_after_a_stray_quote_is_exit_2_file_untouched(
     out = tmp_path / "r.csv"
     for i in range(2, 6):
         save_rgb(pics / f"p{i}.png", natural_like(64, 80, seed=i))
-    assert invoke("score", pics, "-o", out, "-q", "-t", "sharpness") == 0
+    assert exit_code("score", pics, "-o", out, "-q", "-t", "sharpness") == 0
     lines = out.read_bytes().splitlines(keepends=True)
     lines[2] = b'"' + lines[2]
     out.write_bytes(b"".join(lines))
     before = out.read_bytes()
-    assert invoke("score", pics, "-o", out, "-q", "-t", "sharpness", "--resume") == 2
+    assert exit_code("score", pics, "-o", out, "-q", "-t", "sharpness", "--resume") == 2
     assert out.read_bytes() == before
 
 
@@ -124,7 +111,7 @@ def test_a_second_run_on_a_hard_link_to_a_running_runs_new_csv_is_refused(
                                      capture_output=True, text=True, timeout=300))  # fmt: skip
 
     monkeypatch.setattr(results.ResultsWriter, "write", write_then_start_another_run)
-    assert invoke("score", pics, "-o", out, "-q", "-t", "sharpness") == 0
+    assert exit_code("score", pics, "-o", out, "-q", "-t", "sharpness") == 0
     assert second and second[0].returncode == 2, second[0].stderr if second else None
     assert "another agentiqa run" in second[0].stderr
     _, rows = results.read_table(out)
@@ -196,7 +183,7 @@ def test_a_killed_runs_lock_is_taken_over(tmp_path: Path) -> None:
 def test_an_empty_input_is_still_an_input(tmp_path: Path, pics: Path) -> None:
     empty = pics / "empty.png"
     empty.touch()
-    assert invoke("score", empty, pics / "p0.png", "-o", empty, "-q") == 2
+    assert exit_code("score", empty, pics / "p0.png", "-o", empty, "-q") == 2
     assert empty.stat().st_size == 0
 
 
@@ -248,20 +235,20 @@ def test_experience_build_out_is_guarded_before_any_work(
              "Noise", "--size", "64", "-q"]  # fmt: skip
     victim = pics / "p0.png"
     before = victim.read_bytes()
-    assert invoke(*build, "--out", victim) == 2
+    assert exit_code(*build, "--out", victim) == 2
     assert victim.read_bytes() == before
     notes = tmp_path / "notes.txt"
     notes.write_text("mine\n")
-    assert invoke(*build, "--out", notes) == 2 and notes.read_text() == "mine\n"
+    assert exit_code(*build, "--out", notes) == 2 and notes.read_text() == "mine\n"
     assert "not an experience pool" in capsys.readouterr().err
     (tmp_path / "folder").mkdir()
-    assert invoke(*build, "--out", tmp_path / "folder") == 2
+    assert exit_code(*build, "--out", tmp_path / "folder") == 2
     assert "is a folder" in capsys.readouterr().err
     if Path("/dev/full").exists():
-        assert invoke(*build, "--out", "/dev/full") == 2
+        assert exit_code(*build, "--out", "/dev/full") == 2
         assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
     os.link(victim, tmp_path / "hard.db")
-    assert invoke(*build, "--out", tmp_path / "hard.db") == 2 and victim.read_bytes() == before
+    assert exit_code(*build, "--out", tmp_path / "hard.db") == 2 and victim.read_bytes() == before
 
 
 def test_an_existing_out_with_cr_only_line_endings_is_understood(
@@ -271,12 +258,12 @@ def test_an_existing_out_with_cr_only_line_endings_is_understood(
     (it was an internal error, exit 4), a results CSV so saved is ours and resumes."""
     notes = tmp_path / "notes.csv"
     notes.write_bytes(b"name,comment\rfoo,bar\r")
-    assert invoke("score", pics, "-t", "sharpness", "-o", notes, "-q") == 2
+    assert exit_code("score", pics, "-t", "sharpness", "-o", notes, "-q") == 2
     assert notes.read_bytes() == b"name,comment\rfoo,bar\r"
     out = tmp_path / "r.csv"
-    assert invoke("score", pics / "p0.png", "-t", "sharpness", "-o", out, "-q") == 0
+    assert exit_code("score", pics / "p0.png", "-t", "sharpness", "-o", out, "-q") == 0
     out.write_bytes(out.read_bytes().replace(b"\n", b"\r"))
-    assert invoke("score", pics, "-t", "sharpness", "-o", out, "-q", "--resume") == 0
+    assert exit_code("score", pics, "-t", "sharpness", "-o", out, "-q", "--resume") == 0
     import pandas as pd
 
     assert sorted(pd.read_csv(out)["image"]) == sorted(str(p) for p in pics.iterdir())

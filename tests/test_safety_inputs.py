@@ -501,27 +501,6 @@ def test_unknown_synth_kind_is_a_usage_error_with_a_suggestion(tmp_path: Path) -
     assert "blurr" in r.stderr and "did you mean" in r.stderr
 
 
-UNSAFE = "{{ query.__class__.__mro__ }}"
-
-
-@pytest.mark.parametrize("expr", [UNSAFE, "{{ query|attr('__class__') }}", "{{ query['_x'] }}"])
-def test_unsafe_prompt_template_is_refused_at_load(tmp_path: Path, expr: str) -> None:
-    import shutil
-
-    from agentiqa_cli.asking.prompts import load_prompts
-    from agentiqa_cli.errors import ConfigError
-    from agentiqa_cli.resources import default_prompts_dir
-
-    mine = tmp_path / "prompts"
-    shutil.copytree(default_prompts_dir(), mine)
-    planner = mine / "planner.yaml"
-    text = planner.read_text()
-    assert "{{ query }}" in text
-    planner.write_text(text.replace("{{ query }}", expr, 1))
-    with pytest.raises(ConfigError, match="unsafe"):
-        load_prompts(mine)
-
-
 def test_assess_fix_counts_each_call_once(photo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The image's usage record is shared by the fix step and both agent runs of
     ``assess --fix quality``: each call is counted once, on ok and error rows alike."""
@@ -648,14 +627,10 @@ def test_http_vlm_with_broken_logprobs_end_to_end(tmp_path: Path, bad: str) -> N
         Reply(body=completion(json.dumps(SELECT_NOISE))),
         Reply(raw=raw),
     )
-    server.thread.start()
-    try:
-        save_rgb(tmp_path / "a.png", natural_like(64, 80))
+    save_rgb(tmp_path / "a.png", natural_like(64, 80))
+    with server:
         r = run("assess", "a.png", "--vlm", server.url, "--model", "m", "-t", "piqe",
                 "--vlm-fallback", "rules", "-o", "out.csv", "-j", "1", cwd=tmp_path)  # fmt: skip
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
     (row,) = rows(tmp_path / "out.csv")
     assert r.returncode == 0, (row, r.stderr)
     assert row["status"] == "ok" and row["error"] == ""

@@ -20,6 +20,7 @@ from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.results import ResultsWriter, columns_for, row_of
 from agentiqa_cli.records import Result
 from tests.conftest import natural_like, save_rgb
+from tests.test_cli_score import exit_code
 
 COLS = columns_for(None)
 
@@ -150,18 +151,6 @@ def test_no_posix_only_module_is_imported() -> None:
 
 
 # -- end to end (in-process, with the CLI's error boundary) ----------------------------------
-def invoke(*args: str | Path) -> int:
-    from tests.test_cli_score import invoke as run
-
-    return run(*args)[0]
-
-
-@pytest.fixture
-def pics(tmp_path: Path) -> Path:
-    d = tmp_path / "d"
-    for i in range(2):
-        save_rgb(d / f"p{i}.png", natural_like(64, 80, seed=i))
-    return d
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds the fd's file in /proc")
@@ -182,23 +171,23 @@ def test_disk_full_mid_run_is_exit_3_and_rows_so_far_stay(
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "write", full_after_two)
-        assert invoke("score", pics, "-o", out, "-q", "-j", "1") == 3
+        assert exit_code("score", pics, "-o", out, "-q", "-j", "1") == 3
     if full == "r.csv":
         assert len(pd.read_csv(out)) == 1  # the header and one row fitted
     if out.exists():  # complete rows only, none blaming an image for the disk
         assert (pd.read_csv(out)["status"] == "ok").all()
-    assert invoke("score", pics, "-o", out, "-q", "--resume") == 0
+    assert exit_code("score", pics, "-o", out, "-q", "--resume") == 0
     assert sorted(pd.read_csv(out)["image"]) == sorted(str(p) for p in pics.iterdir())
 
 
 def test_identical_files_each_get_a_row_after_a_resume(tmp_path: Path, pics: Path) -> None:
     shutil.copy(pics / "p0.png", pics / "p0_copy.png")
     out = tmp_path / "r.csv"
-    assert invoke("score", pics, "-o", out, "-q", "-j", "1") == 0
+    assert exit_code("score", pics, "-o", out, "-q", "-j", "1") == 0
     lines = out.read_bytes().splitlines(keepends=True)
     keep = [ln for ln in lines if b"p0_copy.png" not in ln and b"p1.png" not in ln]
     out.write_bytes(b"".join(keep))  # as if killed after p0's row
-    assert invoke("score", pics, "-o", out, "-q", "--resume") == 0
+    assert exit_code("score", pics, "-o", out, "-q", "--resume") == 0
     df = pd.read_csv(out)
     assert sorted(df["image"]) == sorted(str(p) for p in pics.iterdir())
     assert df["key"].nunique() == 2  # the copy's key is the original's: same content
@@ -208,13 +197,13 @@ def test_identical_files_each_get_a_row_after_a_resume(tmp_path: Path, pics: Pat
 def test_out_that_is_an_input_is_refused_even_with_force(tmp_path: Path, pics: Path) -> None:
     victim = pics / "p0.png"
     before = victim.read_bytes()
-    assert invoke("score", victim, pics / "p1.png", "-o", victim, "-q") == 2
-    assert invoke("score", victim, pics / "p1.png", "-o", victim, "-q", "--force") == 2
-    assert invoke("score", pics, "--trace", pics / "p1.png", "-o", tmp_path / "r.csv") == 2
+    assert exit_code("score", victim, pics / "p1.png", "-o", victim, "-q") == 2
+    assert exit_code("score", victim, pics / "p1.png", "-o", victim, "-q", "--force") == 2
+    assert exit_code("score", pics, "--trace", pics / "p1.png", "-o", tmp_path / "r.csv") == 2
     os.link(victim, tmp_path / "hard.png")  # another name for the same file
     (tmp_path / "soft.png").symlink_to(victim)
     for alias in ("hard.png", "soft.png"):
-        assert invoke("score", pics, "-o", tmp_path / alias, "-q", "--force") == 2
+        assert exit_code("score", pics, "-o", tmp_path / alias, "-q", "--force") == 2
     assert victim.read_bytes() == before
     assert not (tmp_path / "r.csv").exists()
 
@@ -222,31 +211,31 @@ def test_out_that_is_an_input_is_refused_even_with_force(tmp_path: Path, pics: P
 def test_existing_file_that_is_not_ours_needs_force(tmp_path: Path, pics: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
-    assert invoke("score", pics, "-o", notes, "-q") == 2
+    assert exit_code("score", pics, "-o", notes, "-q") == 2
     assert notes.read_text() == "my notes\n"
     trace = tmp_path / "t.jsonl"
     trace.write_text("not a trace\n")
-    assert invoke("score", pics, "-o", tmp_path / "r.csv", "--trace", trace, "-q") == 2
+    assert exit_code("score", pics, "-o", tmp_path / "r.csv", "--trace", trace, "-q") == 2
     assert trace.read_text() == "not a trace\n"
-    assert invoke("score", pics, "-o", notes, "-q", "--force") == 0
+    assert exit_code("score", pics, "-o", notes, "-q", "--force") == 0
     assert len(pd.read_csv(notes)) == 2
-    assert invoke("score", pics, "-o", notes, "-q") == 0  # ours now: overwritten freely
+    assert exit_code("score", pics, "-o", notes, "-q") == 0  # ours now: overwritten freely
 
 
 def test_out_equal_to_trace_is_refused(tmp_path: Path, pics: Path) -> None:
     out = tmp_path / "r.csv"
-    assert invoke("score", pics, "-o", out, "--trace", out, "-q") == 2
-    assert invoke("score", pics, "-o", out, "--trace", out, "-q", "--force") == 2
+    assert exit_code("score", pics, "-o", out, "--trace", out, "-q") == 2
+    assert exit_code("score", pics, "-o", out, "--trace", out, "-q", "--force") == 2
     assert not out.exists()
 
 
 def test_glob_never_takes_our_own_outputs(tmp_path: Path, pics: Path) -> None:
     out = pics / "results.csv"
     pattern = str(pics / "*")
-    assert invoke("score", pattern, "-o", out, "-q") == 0
+    assert exit_code("score", pattern, "-o", out, "-q") == 0
     assert (pics / "trace.jsonl").exists()
     for _ in range(2):
-        assert invoke("score", pattern, "-o", out, "-q", "--resume") == 0
+        assert exit_code("score", pattern, "-o", out, "-q", "--resume") == 0
         df = pd.read_csv(out)
         assert len(df) == 2 and (df["status"] == "ok").all()
 
@@ -276,17 +265,17 @@ def test_bad_output_locations_are_exit_2_before_any_image(
     else:
         args = ["-o", where.format(tmp=tmp_path)]
     for force in ([], ["--force"]):
-        assert invoke("score", pics, *args, "-q", *force) == 2
+        assert exit_code("score", pics, *args, "-q", *force) == 2
     assert seen == []
 
 
 def test_read_only_file_is_exit_2_even_for_root(tmp_path: Path, pics: Path) -> None:
     out = tmp_path / "r.csv"
-    assert invoke("score", pics, "-o", out, "-q") == 0
+    assert exit_code("score", pics, "-o", out, "-q") == 0
     out.chmod(0o444)
     before = out.read_bytes()
-    assert invoke("score", pics, "-o", out, "-q") == 2
-    assert invoke("score", pics, "-o", out, "-q", "--force") == 2
+    assert exit_code("score", pics, "-o", out, "-q") == 2
+    assert exit_code("score", pics, "-o", out, "-q", "--force") == 2
     assert out.read_bytes() == before
 
 
@@ -373,7 +362,7 @@ def test_soak_kill_and_resume_hostile_batch(tmp_path: Path, crlf: bool) -> None:
     argv = [str(tmp_path / "mix"), str(tmp_path / "readme.txt"), "-o", str(out), "-q"]
     rng = random.Random(1234 + crlf)
     t0 = time.perf_counter()
-    assert invoke("score", inputs[0], "-o", tmp_path / "warm.csv", "-q") == 0  # imports, once
+    assert exit_code("score", inputs[0], "-o", tmp_path / "warm.csv", "-q") == 0  # imports, once
     warm = time.perf_counter() - t0
     fork = multiprocessing.get_context("fork")
     kills = 0
@@ -425,11 +414,11 @@ def test_a_run_on_a_csv_another_run_holds_is_exit_2(tmp_path: Path, pics: Path) 
     out = tmp_path / "new.csv"  # does not exist yet: the first run has not written a row
     holder = ResultsWriter(out, columns_for(["sharpness"]), resume=True)
     try:
-        assert invoke("score", pics, "-o", out, "-q", "--resume") == 2
+        assert exit_code("score", pics, "-o", out, "-q", "--resume") == 2
         assert not out.exists()
     finally:
         holder.close(completed=False)
-    assert invoke("score", pics, "-o", out, "-q", "--resume") == 0
+    assert exit_code("score", pics, "-o", out, "-q", "--resume") == 0
 
 
 def test_evaluate_resume_reads_rows_of_a_csv_saved_with_a_bom(tmp_path: Path) -> None:
@@ -445,7 +434,7 @@ def test_evaluate_resume_reads_rows_of_a_csv_saved_with_a_bom(tmp_path: Path) ->
 def test_fix_csv_that_is_an_input_is_refused(tmp_path: Path, pics: Path) -> None:
     victim = pics / "p0.png"
     before = victim.read_bytes()
-    code = invoke("fix", pics, "--out", tmp_path / "fixed", "--csv", victim, "-q")
+    code = exit_code("fix", pics, "--out", tmp_path / "fixed", "--csv", victim, "-q")
     assert code == 2 and victim.read_bytes() == before
 
 
@@ -454,26 +443,26 @@ def test_report_never_replaces_an_input_our_csv_or_a_foreign_file(
 ) -> None:
     out, victim, page = tmp_path / "r.csv", pics / "p0.png", tmp_path / "page.html"
     before = victim.read_bytes()
-    assert invoke("score", pics, "-o", out, "--report", victim, "-q", "--force") == 2
+    assert exit_code("score", pics, "-o", out, "--report", victim, "-q", "--force") == 2
     assert victim.read_bytes() == before
-    assert invoke("score", pics, "-o", out, "--report", out, "-q") == 2
+    assert exit_code("score", pics, "-o", out, "--report", out, "-q") == 2
     page.write_text("<html>mine</html>")
-    assert invoke("score", pics, "-o", out, "--report", page, "-q") == 2
+    assert exit_code("score", pics, "-o", out, "--report", page, "-q") == 2
     assert page.read_text() == "<html>mine</html>" and not out.exists()
-    assert invoke("score", pics, "-o", out, "--report", page, "-q", "--force") == 0
-    assert invoke("score", pics, "-o", out, "--report", page, "-q") == 0  # ours now
+    assert exit_code("score", pics, "-o", out, "--report", page, "-q", "--force") == 0
+    assert exit_code("score", pics, "-o", out, "--report", page, "-q") == 0  # ours now
     assert "agentiqa report" in page.read_text()
 
 
 def test_report_command_never_writes_over_its_csv_or_an_image(tmp_path: Path, pics: Path) -> None:
     out = tmp_path / "r.csv"
-    assert invoke("score", pics, "-o", out, "-q") == 0
+    assert exit_code("score", pics, "-o", out, "-q") == 0
     keep = {p: p.read_bytes() for p in (out, pics / "p0.png")}
     for target in keep:
-        assert invoke("report", out, "--html", target, "-q") == 2
+        assert exit_code("report", out, "--html", target, "-q") == 2
     assert all(p.read_bytes() == b for p, b in keep.items())
     for _ in range(2):  # its own page is replaced freely
-        assert invoke("report", out, "-q") == 0
+        assert exit_code("report", out, "-q") == 0
 
 
 # -- the other commands' outputs: eval-bench --out-dir, calibrate --out, evaluate --gen-dir ----
@@ -491,37 +480,37 @@ def test_eval_bench_and_calibrate_never_overwrite_an_input_or_a_foreign_file(
     data = _mos_set(tmp_path / "set", "predictions.csv")  # the name of a report file
     before = data.read_text()
     mos = ["eval-bench", "mos", data, "--tools", "sharpness", "--no-assess", "-q"]
-    assert invoke(*mos, "-o", tmp_path / "set") == 2  # would write predictions.csv over it
+    assert exit_code(*mos, "-o", tmp_path / "set") == 2  # would write predictions.csv over it
     assert "is an input and an output" in capsys.readouterr().err and data.read_text() == before
     (tmp_path / "file").write_text("x")
-    assert invoke(*mos, "-o", tmp_path / "file") == 2
+    assert exit_code(*mos, "-o", tmp_path / "file") == 2
     assert "not a folder" in capsys.readouterr().err
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "trace.jsonl").write_text("my notes\n")
-    assert invoke(*mos, "-o", tmp_path / "out") == 2
+    assert exit_code(*mos, "-o", tmp_path / "out") == 2
     assert "not an agentiqa trace" in capsys.readouterr().err
     assert (tmp_path / "out" / "trace.jsonl").read_text() == "my notes\n"
     ok = _mos_set(tmp_path / "ok")
     for _ in range(2):  # its own report folder, again: replaced (the trace is one of ours)
-        assert invoke("eval-bench", "mos", ok, "-t", "sharpness", "--no-assess", "-q",
+        assert exit_code("eval-bench", "mos", ok, "-t", "sharpness", "--no-assess", "-q",
                       "-o", tmp_path / "ok" / "eval") == 0  # fmt: skip
     head = (tmp_path / "ok" / "eval" / "trace.jsonl").read_text().splitlines()[0]
     assert '"command":"eval-bench mos"' in head
     clean = tmp_path / "res" / "images"
     save_rgb(clean / "c.png", natural_like(48, 64))
     synth = ["eval-bench", "synth", clean, "--tools", "sharpness", "--no-assess", "-q"]
-    assert invoke(*synth, "-o", tmp_path / "res") == 2  # distorted images among the clean
+    assert exit_code(*synth, "-o", tmp_path / "res") == 2  # distorted images among the clean
     assert "images/ folder" in capsys.readouterr().err
     calibrate = ["calibrate", data, "--tools", "sharpness", "-q"]
-    assert invoke(*calibrate, "-o", data) == 2 and data.read_text() == before
+    assert exit_code(*calibrate, "-o", data) == 2 and data.read_text() == before
     config = tmp_path / "agentiqa.yaml"
     config.write_text("vlm: rules\n")
-    assert invoke(*calibrate, "-o", config) == 2
+    assert exit_code(*calibrate, "-o", config) == 2
     assert "not a calibration overlay" in capsys.readouterr().err
     assert config.read_text() == "vlm: rules\n"
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "fifo.yaml")
-        assert invoke(*calibrate, "-o", tmp_path / "fifo.yaml") == 2
+        assert exit_code(*calibrate, "-o", tmp_path / "fifo.yaml") == 2
         assert "not a regular file" in capsys.readouterr().err
 
 
@@ -533,11 +522,11 @@ def test_evaluate_gen_dir_replaces_only_its_own_images(
 
     gen = ["evaluate", "--generator", "true {out}", "--max-rounds", "1", "-q"]
     (tmp_path / "file").write_text("x")
-    assert invoke(*gen, "-o", tmp_path / "e.csv", "--gen-dir", tmp_path / "file") == 2
+    assert exit_code(*gen, "-o", tmp_path / "e.csv", "--gen-dir", tmp_path / "file") == 2
     assert "--gen-dir" in capsys.readouterr().err and (tmp_path / "file").read_text() == "x"
     mine = tmp_path / "photos"
     save_rgb(mine / "r01-01.png", natural_like(48, 64))  # someone's photo, by chance so named
-    assert invoke(*gen, "-o", tmp_path / "e.csv", "--gen-dir", mine) == 2
+    assert exit_code(*gen, "-o", tmp_path / "e.csv", "--gen-dir", mine) == 2
     assert "refusing to overwrite images of another run" in capsys.readouterr().err
     assert (mine / "r01-01.png").stat().st_size > 0
     check_gen_dir(mine, tmp_path / "e.csv", resume=False, force=True)  # --force: replace
@@ -557,7 +546,7 @@ def test_assess_resumes_a_csv_from_before_the_fix_columns(tmp_path: Path, pics: 
     from tests.test_cli_score import invoke as run
 
     out = tmp_path / "a.csv"
-    assert invoke("assess", pics, "-o", out, "-q") == 0
+    assert exit_code("assess", pics, "-o", out, "-q") == 0
     df = pd.read_csv(out, keep_default_na=False, dtype=str)
     fix = ["imperfections", "operations", "refused", "score_before"]
     assert list(df.columns[-4:]) == fix
@@ -579,7 +568,7 @@ def test_a_training_log_is_not_taken_for_a_trace(tmp_path: Path, pics: Path) -> 
     text = '{"step": "final", "epoch": 3, "loss": 0.31}\n'
     log.write_text(text)
     assert not is_trace_file(log)
-    assert invoke("score", pics, "-o", tmp_path / "r.csv", "--trace", log, "-q") == 2
+    assert exit_code("score", pics, "-o", tmp_path / "r.csv", "--trace", log, "-q") == 2
     assert log.read_text() == text
     ours = tmp_path / "old.jsonl"  # an older eval-bench trace: no run header, a step of ours
     ours.write_text(TraceEvent(step="final", image="x.png").model_dump_json() + "\n")

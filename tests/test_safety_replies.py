@@ -24,11 +24,8 @@ MODELS = Reply(body={"object": "list", "data": [{"id": "m", "object": "model"}]}
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
-    s = ScriptedServer()
-    s.thread.start()
-    yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
+    with ScriptedServer() as s:
+        yield s
 
 
 def _level_reply(lp: str) -> bytes:
@@ -91,14 +88,10 @@ def test_a_malformed_reply_is_a_vlm_error(server: ScriptedServer, body: dict[str
 
 
 def _assess(tmp_path: Path, server: ScriptedServer, *extra: str) -> dict[str, str]:
-    server.thread.start()
-    try:
-        save_rgb(tmp_path / "a.png", natural_like(64, 80))
+    save_rgb(tmp_path / "a.png", natural_like(64, 80))
+    with server:
         r = run("assess", "a.png", "--vlm", server.url, "--model", "m", "-t", "piqe",
                 "-o", "out.csv", "-j", "1", *extra, cwd=tmp_path)  # fmt: skip
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
     (row,) = rows(tmp_path / "out.csv")
     row["_code"] = str(r.returncode)
     return row

@@ -63,6 +63,17 @@ def test_small_loops_and_repeats_still_render(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "expr",
+    ["{{ query.__class__.__mro__ }}", "{{ query|attr('__class__') }}", "{{ query['_x'] }}"],
+)
+def test_unsafe_prompt_template_is_refused_at_load(tmp_path: Path, expr: str) -> None:
+    from agentiqa_cli.asking.prompts import load_prompts
+
+    with pytest.raises(ConfigError, match="unsafe"):
+        load_prompts(_planner_with(tmp_path, expr))
+
+
+@pytest.mark.parametrize(
+    "expr",
     ["{{ '{0.__class__}'.format(query) }}", "{{ '{0[x]}'.format(query) }}",
      "{{ query.format(query) }}", "{{ '{x.y}'.format_map({'x': query}) }}"],
 )  # fmt: skip

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +24,13 @@ import pytest
 from agentiqa_cli.asking.asker import parse_reply
 from agentiqa_cli.errors import VLMError
 from agentiqa_cli.records import CATEGORIES, Plan
-from agentiqa_cli.vlm.base import ImagePart, Message, VLMRequest
+from agentiqa_cli.vlm.base import ImagePart, Message, VLMReply, VLMRequest
 from agentiqa_cli.vlm.http import OpenAIHTTPVLM
-
-sys.path.insert(0, str(Path(__file__).parent))
-import vllm_server
+from tests import vllm_server
+from tests.conftest import LEVELS, level_schema, wave_images
 
 pytestmark = pytest.mark.vllm_server
 
-KEY = "agentiqa-test-key"
-LEVELS = ["excellent", "good", "fair", "poor", "bad"]
 # Bounded like the real prompts' schemas: enums, short strings, few items, all keys required.
 PLAN_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -66,13 +62,6 @@ PLAN_SCHEMA: dict[str, Any] = {
 }
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[vllm_server.VLLMServer]:
-    vllm_server.skip_unless_available()
-    with vllm_server.VLLMServer(api_key=KEY) as srv:
-        yield srv
-
-
 def image_part(seed: int, h: int = 240, w: int = 320) -> ImagePart:
     rng = np.random.default_rng(seed)
     pixels = rng.random((h, w, 3), dtype=np.float32)
@@ -98,62 +87,67 @@ def run(coro_fn: Any, **kw: Any) -> Any:
     return asyncio.run(go())
 
 
-def opts(server: vllm_server.VLLMServer, **kw: Any) -> dict[str, Any]:
-    base = {"url": server.base_url, "model": vllm_server.SERVED_NAME, "api_key": KEY}
+def opts(vllm: vllm_server.VLLMServer, **kw: Any) -> dict[str, Any]:
+    base = {"url": vllm.base_url, "model": vllm_server.SERVED_NAME, "api_key": vllm_server.KEY}
     base.update(kw)
     return base
 
 
+def ask(
+    vllm: vllm_server.VLLMServer, role: str, text: str, seed: int | None = 0, **fields: Any
+) -> VLMReply:
+    """The server's reply to ``text`` with ``user``'s image of ``seed``, asked as ``role``
+    under the request ``fields`` (schema or choices, limits)."""
+    req = VLMRequest(role=role, messages=user(text, seed=seed), **fields)
+    return run(lambda v: v.complete(req), **opts(vllm))
+
+
 def test_check_finds_the_model_and_rejects_a_wrong_name(
-    server: vllm_server.VLLMServer,
+    vllm: vllm_server.VLLMServer,
 ) -> None:
-    assert run(lambda v: v.served_models(), **opts(server)) == [vllm_server.SERVED_NAME]
+    assert run(lambda v: v.served_models(), **opts(vllm)) == [vllm_server.SERVED_NAME]
     with pytest.raises(VLMError, match=f"available: {vllm_server.SERVED_NAME}"):
-        run(lambda v: v.check(), **opts(server, model="qwen-72b"))
+        run(lambda v: v.check(), **opts(vllm, model="qwen-72b"))
 
 
-def test_missing_api_key_is_rejected_without_retries(server: vllm_server.VLLMServer) -> None:
+def test_missing_api_key_is_rejected_without_retries(vllm: vllm_server.VLLMServer) -> None:
     with pytest.raises(VLMError, match="HTTP 401"):
-        run(lambda v: v.check(), **opts(server, api_key=None))
+        run(lambda v: v.check(), **opts(vllm, api_key=None))
 
 
-def test_json_schema_request_with_an_image(server: vllm_server.VLLMServer) -> None:
+def test_json_schema_request_with_an_image(vllm: vllm_server.VLLMServer) -> None:
     req = VLMRequest(
         role="planner",
         messages=user("Plan the assessment of this image. Is the bird in focus?"),
         json_schema=PLAN_SCHEMA,
         max_tokens=400,
     )
-    reply = run(lambda v: v.complete(req), **opts(server))
+    reply = run(lambda v: v.complete(req), **opts(vllm))
     assert reply.finish_reason == "stop", reply.text
     jsonschema.validate(json.loads(reply.text), PLAN_SCHEMA)
     # The image really is in the prompt: the processor fits 320×240 under its 224×224 pixel
     # cap as 252×168 = 18×12 patches of 14 px, merged 2×2 into 54 tokens, + start/end markers.
     text_only = run(
         lambda v: v.complete(req.model_copy(update={"messages": user(req.messages[1].text, None)})),
-        **opts(server),
+        **opts(vllm),
     )
     assert reply.usage.prompt_tokens - text_only.usage.prompt_tokens == 54 + 2
     assert reply.usage.completion_tokens > 0 and reply.model == vllm_server.SERVED_NAME
 
 
-def test_schema_via_vllm_structured_outputs_field(server: vllm_server.VLLMServer) -> None:
+def test_schema_via_vllm_structured_outputs_field(vllm: vllm_server.VLLMServer) -> None:
     req = VLMRequest(
         role="planner", messages=user("Plan."), json_schema=PLAN_SCHEMA, max_tokens=400
     )
-    reply = run(lambda v: v.complete(req), **opts(server, schema_field="structured_outputs"))
+    reply = run(lambda v: v.complete(req), **opts(vllm, schema_field="structured_outputs"))
     jsonschema.validate(json.loads(reply.text), PLAN_SCHEMA)
 
 
-def test_five_level_choice_with_top_logprobs(server: vllm_server.VLLMServer) -> None:
-    req = VLMRequest(
-        role="score",
-        messages=user("Rate the overall quality.", seed=1),
-        choices=LEVELS,
-        top_logprobs=5,
+def test_five_level_choice_with_top_logprobs(vllm: vllm_server.VLLMServer) -> None:
+    reply = ask(
+        vllm, "score", "Rate the overall quality.", seed=1, choices=LEVELS, top_logprobs=5,
         max_tokens=8,
-    )
-    reply = run(lambda v: v.complete(req), **opts(server))
+    )  # fmt: skip
     answer = reply.text.strip()
     assert answer in LEVELS
     assert reply.top_logprobs is not None and len(reply.top_logprobs) >= 1
@@ -164,28 +158,16 @@ def test_five_level_choice_with_top_logprobs(server: vllm_server.VLLMServer) -> 
     assert any(answer.startswith(tok) for tok in first)
 
 
-def test_level_logprobs_inside_json_reach_the_fusion(server: vllm_server.VLLMServer) -> None:
+def test_level_logprobs_inside_json_reach_the_fusion(vllm: vllm_server.VLLMServer) -> None:
     """The summarizer's shape: JSON whose first value is the level. The tokens and their
     top log-probabilities must let the pipeline find the level's position and read p_c."""
     from agentiqa_cli.agent.fusion import level_logprobs
 
-    schema = {
-        "type": "object",
-        "properties": {
-            "level": {"enum": LEVELS},
-            "answer": {"type": "string", "maxLength": 20},
-        },
-        "required": ["level", "answer"],
-        "additionalProperties": False,
-    }
-    req = VLMRequest(
-        role="summarize",
-        messages=user("Rate it.", seed=3),
-        json_schema=schema,
-        top_logprobs=5,
+    schema = level_schema(max_answer=20)
+    reply = ask(
+        vllm, "summarize", "Rate it.", seed=3, json_schema=schema, top_logprobs=5,
         max_tokens=120,
-    )
-    reply = run(lambda v: v.complete(req), **opts(server))
+    )  # fmt: skip
     value = json.loads(reply.text)
     jsonschema.validate(value, schema)
     assert reply.tokens is not None and reply.top_logprobs is not None
@@ -195,16 +177,15 @@ def test_level_logprobs_inside_json_reach_the_fusion(server: vllm_server.VLLMSer
     assert levels is not None and value["level"] in levels, (reply.tokens[:6], levels)
 
 
-def test_truncated_json_is_an_error(server: vllm_server.VLLMServer) -> None:
-    req = VLMRequest(role="planner", messages=user("Plan."), json_schema=PLAN_SCHEMA, max_tokens=4)
-    reply = run(lambda v: v.complete(req), **opts(server))
+def test_truncated_json_is_an_error(vllm: vllm_server.VLLMServer) -> None:
+    reply = ask(vllm, "planner", "Plan.", json_schema=PLAN_SCHEMA, max_tokens=4)
     assert reply.truncated
     with pytest.raises(VLMError, match="finish_reason=length"):
         parse_reply(reply, Plan)
 
 
 def test_throughput_concurrency_1_vs_8(
-    server: vllm_server.VLLMServer, capsys: pytest.CaptureFixture[str]
+    vllm: vllm_server.VLLMServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Measured and printed, not asserted: the machine is shared."""
     workloads = {
@@ -212,8 +193,7 @@ def test_throughput_concurrency_1_vs_8(
         "plan JSON schema": (8, {"json_schema": PLAN_SCHEMA, "max_tokens": 400}),
     }
     lines = [
-        f"[vllm] server ready in {server.ready_seconds:.1f} s, "
-        f"RSS {server.rss_bytes() / 2**30:.2f} GiB"
+        f"[vllm] server ready in {vllm.ready_seconds:.1f} s, RSS {vllm.rss_bytes() / 2**30:.2f} GiB"
     ]
     for label, (n, constraint) in workloads.items():
         for conc in (1, 8):
@@ -226,7 +206,7 @@ def test_throughput_concurrency_1_vs_8(
                 return await asyncio.gather(*(v.complete(r) for r in reqs))
 
             t0 = time.perf_counter()
-            replies = run(batch, **opts(server, concurrency=conc))
+            replies = run(batch, **opts(vllm, concurrency=conc))
             dt = time.perf_counter() - t0
             assert all(r.finish_reason == "stop" for r in replies)
             prompt = sum(r.usage.prompt_tokens for r in replies) / n
@@ -310,14 +290,11 @@ def test_inprocess_backend_batches_on_the_real_engine() -> None:
     assert replies[4]["finish_reason"] == "length"  # cut short: parse_reply refuses it
 
 
-def test_assess_end_to_end_against_the_server(
-    server: vllm_server.VLLMServer, tmp_path: Path
-) -> None:
+def test_assess_end_to_end_against_the_server(vllm: vllm_server.VLLMServer, tmp_path: Path) -> None:
     """`agentiqa assess --vlm URL` on real images: every constrained reply parses, the
     level log-probabilities in the trace are the p used in fusion, rows are whole, and the
     API key never reaches the trace. The model is noise, so no assertion on content."""
     import pandas as pd
-    from PIL import Image
 
     from agentiqa_cli.agent.fusion import fuse, level_logprobs, softmax_levels
     from agentiqa_cli.agent.pipeline import SUMMARY_PREFIX
@@ -327,17 +304,10 @@ def test_assess_end_to_end_against_the_server(
     from agentiqa_cli.scoring import fuse_tools
     from agentiqa_cli.vlm.base import VLMReply
 
-    imgs = tmp_path / "imgs"
-    imgs.mkdir()
-    rng = np.random.default_rng(0)
-    for i in range(2):
-        yy, xx = np.mgrid[0:96, 0:128]
-        base = (0.5 + 0.4 * np.sin(xx / (5 + i)) * np.cos(yy / 7))[..., None].repeat(3, 2)
-        arr = np.clip(base + rng.normal(0, 0.02 * i, base.shape), 0, 1)
-        Image.fromarray((arr * 255).astype(np.uint8)).save(imgs / f"{i}.png")
+    imgs = wave_images(tmp_path / "imgs", 2)
     out = tmp_path / "r.csv"
-    env = {**os.environ, "AGENTIQA_API_KEY": KEY}
-    cmd = [sys.executable, "-m", "agentiqa_cli", "assess", str(imgs), "--vlm", server.base_url,
+    env = {**os.environ, "AGENTIQA_API_KEY": vllm_server.KEY}
+    cmd = [sys.executable, "-m", "agentiqa_cli", "assess", str(imgs), "--vlm", vllm.base_url,
            "--model", vllm_server.SERVED_NAME, "-o", str(out), "-j", "2", "-q"]  # fmt: skip
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -345,7 +315,7 @@ def test_assess_end_to_end_against_the_server(
     assert len(df) == 2 and (df["status"] == "ok").all()
     assert df["score"].between(1, 5).all() and (df["vlm_calls"] >= 2).all()
     text = (tmp_path / "r.trace.jsonl").read_text()
-    assert KEY not in text
+    assert vllm_server.KEY not in text
     events = [json.loads(line) for line in text.splitlines()]
     models = {"plan": Plan, "analyze": AnalyzeReply, "select": SelectReply, "summarize": ScoreReply}
     last_summary: dict[str, dict[str, Any]] = {}

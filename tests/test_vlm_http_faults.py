@@ -29,18 +29,10 @@ from agentiqa_cli.asking.asker import parse_reply
 from agentiqa_cli.errors import VLMError, VLMUnreachableError
 from agentiqa_cli.vlm.base import VLM, ImagePart, Message, VLMRequest
 from agentiqa_cli.vlm.http import OpenAIHTTPVLM, normalize_base_url
+from tests.conftest import LEVELS, level_schema
 
 KEY = "sk-test-SECRET-1234567890"
-LEVELS = ["excellent", "good", "fair", "poor", "bad"]
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "level": {"enum": LEVELS},
-        "answer": {"type": "string", "maxLength": 40},
-    },
-    "required": ["level", "answer"],
-    "additionalProperties": False,
-}
+SCHEMA = level_schema(max_answer=40)
 
 
 def completion(
@@ -134,14 +126,20 @@ class ScriptedServer:
         self.replies.extend(replies)
         return self
 
+    def __enter__(self) -> ScriptedServer:
+        """Serving until the block ends."""
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
-    s = ScriptedServer()
-    s.thread.start()
-    yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
+    with ScriptedServer() as s:
+        yield s
 
 
 def backend(url: str, **kw: Any) -> OpenAIHTTPVLM:

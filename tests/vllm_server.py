@@ -20,10 +20,12 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVED_NAME = "tiny-qwen2vl"
+KEY = "agentiqa-test-key"  # the API key the tests' servers take (it must stay out of traces)
 
 # guidance, not xgrammar: xgrammar let control characters into JSON strings. No free
 # whitespace: with a random model the any-whitespace grammar never reaches the closing brace.
@@ -210,6 +212,14 @@ class VLLMServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def serve() -> Iterator[VLLMServer]:
+    """The body of the ``vllm`` fixture (tests/conftest.py): a running server that takes
+    ``KEY``, stopped when the module's tests are done (skipped where it cannot run)."""
+    skip_unless_available()
+    with VLLMServer(api_key=KEY) as srv:
+        yield srv
 
 
 def main() -> int:

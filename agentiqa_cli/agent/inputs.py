@@ -85,6 +85,15 @@ class _Looking(RoleInput):
     def shown_evidence(self) -> list[dict[str, object]]:
         return evidence_view(self.evidence) if self.show_evidence else []
 
+    def _variables(self, **own: object) -> dict[str, object]:
+        """The role's own prompt variables with those every looking role's prompt reads."""
+        return {
+            "query": self.query,
+            "has_reference": self.has_reference,
+            **own,
+            "evidence": self.shown_evidence(),
+        }
+
 
 class ExamineInput(_Looking):
     """Detection and analysis in one call, per scope."""
@@ -94,12 +103,7 @@ class ExamineInput(_Looking):
     scopes: list[str]
 
     def variables(self) -> dict[str, object]:
-        return {
-            "query": self.query,
-            "has_reference": self.has_reference,
-            "scopes": self.scopes,
-            "evidence": self.shown_evidence(),
-        }
+        return self._variables(scopes=self.scopes)
 
     def dynamic(self) -> dict[str, object]:
         return {"scopes": self.scopes}
@@ -117,12 +121,7 @@ class AnalyzeInput(_Looking):
     distortions: dict[str, list[Category]]
 
     def variables(self) -> dict[str, object]:
-        return {
-            "query": self.query,
-            "has_reference": self.has_reference,
-            "distortions": self.distortions,
-            "evidence": self.shown_evidence(),
-        }
+        return self._variables(distortions=self.distortions)
 
     def dynamic(self) -> dict[str, object]:
         return {"distortions": self.distortions}
@@ -178,14 +177,11 @@ class SummarizeInput(_Summarizing):
     fusion: str = "mean"  # how the tools' scores combine (a summary must agree with it)
 
     def variables(self) -> dict[str, object]:
-        return {
-            "query": self.query,
-            "has_reference": self.has_reference,
-            "scopes": self.plan.scopes,
-            "analysis": analysis_view(self.findings),
-            "tool_scores": scores_view(self.tool_scores),
-            "evidence": self.shown_evidence(),
-        }
+        return self._variables(
+            scopes=self.plan.scopes,
+            analysis=analysis_view(self.findings),
+            tool_scores=scores_view(self.tool_scores),
+        )
 
 
 class InterpretInput(_Summarizing):
@@ -198,14 +194,11 @@ class InterpretInput(_Summarizing):
     candidates: list[str] = Field(default_factory=list)  # tools that could have run
 
     def variables(self) -> dict[str, object]:
-        return {
-            "query": self.query,
-            "options": list(self.options.values()),
-            "has_reference": self.has_reference,
-            "analysis": analysis_view(self.findings),
-            "tool_scores": scores_view(self.tool_scores),
-            "evidence": self.shown_evidence(),
-        }
+        return self._variables(
+            options=list(self.options.values()),
+            analysis=analysis_view(self.findings),
+            tool_scores=scores_view(self.tool_scores),
+        )
 
     def dynamic(self) -> dict[str, object]:
         return {"letters": list(self.options)}

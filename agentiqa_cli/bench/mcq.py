@@ -30,7 +30,7 @@ from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.io.guard import whole_file
 from agentiqa_cli.io.results import safe_row
-from agentiqa_cli.records import OPTION_LETTERS, Result, Track
+from agentiqa_cli.records import OPTION_LETTERS, Record, Result, Track
 
 __all__ = [
     "TRACKS",
@@ -71,10 +71,8 @@ class MCQuestion(BaseModel):
         )
 
 
-class _RawQuestion(BaseModel):
+class _RawQuestion(Record):
     """One JSONL line as written; validated before paths and letters are resolved."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str | int | None = None
     track: str
@@ -215,9 +213,7 @@ def format_question(q: MCQuestion) -> str:
     return f"{q.question}\n\n{opts}\n\nAnswer with the letter of the correct option."
 
 
-class MCQAnswer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class MCQAnswer(Record):
     id: str
     track: str
     answer: str
@@ -228,18 +224,14 @@ class MCQAnswer(BaseModel):
     info: dict[str, str | int] | None = None  # what the answer rests on
 
 
-class TrackScore(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TrackScore(Record):
     track: str
     n: int
     correct: int
     accuracy: float | None = None
 
 
-class MCQReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class MCQReport(Record):
     tracks: list[TrackScore]
     overall: float | None = None  # mean of the track accuracies (AgenticIQA Table 1)
     overall_micro: float | None = None  # correct / all questions

@@ -271,31 +271,43 @@ def decode_bytes(data: bytes, path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) 
     return _decode(io.BytesIO(data), path, hashlib.sha256(data).hexdigest(), max_pixels)
 
 
+# what Pillow raises on a file it recognises but cannot decode (a corrupt or truncated image)
+DECODE_ERRORS: tuple[type[Exception], ...] = (OSError, SyntaxError, ValueError, EOFError)
+
+
+@contextmanager
+def open_image(f: BinaryIO) -> Iterator[Image.Image]:
+    """``Image.open`` with Pillow's decompression-bomb warning raised as an error: an image
+    past Pillow's own pixel limit is refused, never decoded."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        with Image.open(f) as im:
+            yield im
+
+
 def _decode(f: BinaryIO, path: Path, digest: str, max_pixels: int) -> LoadedImage:
     shown = display_path(path)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(f) as im:
-                w, h = im.size
-                if w * h > max_pixels:
-                    raise ImageError(
-                        f"{shown}: {w}×{h} = {w * h:,} pixels exceeds the limit of "
-                        f"{max_pixels:,} (--max-pixels)"
-                    )
-                mode = im.mode
-                im.seek(0)  # first frame of an animation
-                im.load()
-                # in place: a photo that needs no turn is not copied (a 12 MP copy is ~90 ms)
-                ImageOps.exif_transpose(im, in_place=True)
-                decoded = _to_rgb(im)
+        with open_image(f) as im:
+            w, h = im.size
+            if w * h > max_pixels:
+                raise ImageError(
+                    f"{shown}: {w}×{h} = {w * h:,} pixels exceeds the limit of "
+                    f"{max_pixels:,} (--max-pixels)"
+                )
+            mode = im.mode
+            im.seek(0)  # first frame of an animation
+            im.load()
+            # in place: a photo that needs no turn is not copied (a 12 MP copy is ~90 ms)
+            ImageOps.exif_transpose(im, in_place=True)
+            decoded = _to_rgb(im)
     except ImageError:
         raise
     except UnidentifiedImageError:
         raise ImageError(f"{shown}: not a recognised image format") from None
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise ImageError(f"{shown}: refused as a possible decompression bomb") from None
-    except (OSError, SyntaxError, ValueError, EOFError) as e:
+    except DECODE_ERRORS as e:
         raise ImageError(f"{shown}: corrupt or truncated image ({e})") from None
     hgt, wid = decoded.shape[:2]
     if min(hgt, wid) < MIN_SIDE:

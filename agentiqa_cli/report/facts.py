@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -21,10 +20,12 @@ from PIL import Image, ImageOps, UnidentifiedImageError, features
 
 from agentiqa_cli.errors import ImageError
 from agentiqa_cli.imaging.load import (
+    DECODE_ERRORS,
     DEFAULT_MAX_PIXELS,
     LoadedImage,
     display_path,
     max_file_bytes,
+    open_image,
     open_regular,
 )
 from agentiqa_cli.tools.detectors import DETAIL_SIDE, sharpness
@@ -114,23 +115,21 @@ def _decoded(path: Path, f: BinaryIO, max_pixels: int) -> ImageFacts | tuple[Ima
     """The upright RGB image and its size as stored upright, or facts saying why not."""
     shown = display_path(path)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(f) as im:
-                w, h = im.size
-                if w * h > max_pixels:
-                    return ImageFacts(path, error=f"{shown}: {w}×{h} exceeds the pixel limit")
-                im.draft("RGB", (WORK_SIDE * 2, WORK_SIDE * 2))  # JPEG: decode at 1/2..1/8
-                im.seek(0)
-                im.load()
-                upright = ImageOps.exif_transpose(im) or im
-                iw, ih = im.size
-                if iw != ih and upright.size == (ih, iw):  # EXIF rotated by 90°
-                    w, h = h, w
-                rgb_im = _rgb(upright)
+        with open_image(f) as im:
+            w, h = im.size
+            if w * h > max_pixels:
+                return ImageFacts(path, error=f"{shown}: {w}×{h} exceeds the pixel limit")
+            im.draft("RGB", (WORK_SIDE * 2, WORK_SIDE * 2))  # JPEG: decode at 1/2..1/8
+            im.seek(0)
+            im.load()
+            upright = ImageOps.exif_transpose(im) or im
+            iw, ih = im.size
+            if iw != ih and upright.size == (ih, iw):  # EXIF rotated by 90°
+                w, h = h, w
+            rgb_im = _rgb(upright)
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning):
         return ImageFacts(path, error=f"{shown}: not a readable image")
-    except (OSError, SyntaxError, ValueError, EOFError) as e:
+    except DECODE_ERRORS as e:
         return ImageFacts(path, error=f"{shown}: corrupt or truncated image ({e})")
     return rgb_im, w, h
 

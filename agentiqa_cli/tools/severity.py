@@ -56,6 +56,12 @@ def _corroborated(name: str, severity: Severity, readings: Mapping[str, float]) 
 
 _Reason = Callable[[float], str]
 
+
+def _camera_reads(what: str) -> _Reason:
+    """The wording of a camera model head's reading (tools/camera_model.py): a 1-5 score."""
+    return lambda v: f"the camera model reads {what} at {v:.2f} of 5"
+
+
 # how each detector words its reading in a finding; the category comes from categories.py
 REASONS: dict[str, _Reason] = {
     "sharpness": lambda v: f"sharpness {v:.2f} in the sharpest region of the image",
@@ -82,16 +88,14 @@ REASONS: dict[str, _Reason] = {
     "posterization": lambda v: f"posterized: tones {2**v:.0f} codes apart on average (banding)",
     "saturation_clip": lambda v: f"{v:.1%} of the image clipped out of gamut with its texture lost",
     # the camera model's heads (tools/camera_model.py): their reading is a 1-5 score
-    "camera_blur": lambda v: (
-        f"the camera model reads lost detail (defocus, shake or an upscale) at {v:.2f} of 5"
-    ),
+    "camera_blur": _camera_reads("lost detail (defocus, shake or an upscale)"),
     "resolution": lambda v: (
         f"an upscale's interpolation lattice, with the detail lost read at {v:.2f} of 5"
     ),
-    "camera_noise": lambda v: f"the camera model reads sensor noise at {v:.2f} of 5",
-    "camera_compression": lambda v: f"the camera model reads JPEG compression at {v:.2f} of 5",
-    "camera_under": lambda v: f"the camera model reads under-exposure at {v:.2f} of 5",
-    "camera_over": lambda v: f"the camera model reads over-exposure at {v:.2f} of 5",
+    "camera_noise": _camera_reads("sensor noise"),
+    "camera_compression": _camera_reads("JPEG compression"),
+    "camera_under": _camera_reads("under-exposure"),
+    "camera_over": _camera_reads("over-exposure"),
 }
 
 
