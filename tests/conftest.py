@@ -110,10 +110,11 @@ def level_schema(max_answer: int) -> dict[str, object]:
     }
 
 
-# `fix` writing tests: the fixed image may score a hair below its input on the small synthetic
-# images (a crop of black bands moves the camera model's reading by about 0.03); those tests
-# are about what fix writes, so they allow what the guide advises for a VLM's fixes
-TOLERANT = ("--tolerance", "0.05")
+# `fix` writing tests: the fixed image may score below its input on the small synthetic
+# images: cropping the black bands of a 128 px render (far from the 1024 px photos the camera
+# model learned) takes their crisp edges away, and the blur head reads what is left 0.03-0.2
+# lower depending on the training run; those tests are about what fix writes, not the verdict
+TOLERANT = ("--tolerance", "0.3")
 
 
 def save_rgb(path: Path, arr: np.ndarray, **kw: object) -> Path:
