@@ -161,3 +161,34 @@ def test_exif_orientation_costs_no_copy(tmp_path: Path) -> None:
     Image.fromarray(rgb).save(path, exif=exif, quality=95)
     image = load.load_image(path)
     assert image.size == (300, 200)
+
+
+def test_a_batch_runs_numpys_blas_on_one_thread_and_gives_it_back(tmp_path: Path) -> None:
+    # the workers are the batch's parallelism: OpenBLAS threads in each would oversubscribe
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def numpy_blas() -> list[int]:
+        return [
+            i["num_threads"]
+            for i in threadpoolctl.threadpool_info()
+            if i["prefix"] == "libscipy_openblas"
+        ]
+
+    if not numpy_blas():
+        pytest.skip("numpy here is not built on its own OpenBLAS")
+    seen: list[list[int]] = []
+
+    async def process(pair: Pair) -> Result:
+        seen.append(await asyncio.to_thread(numpy_blas))  # as a detector's thread sees it
+        return pair.result()
+
+    jobs = [Job(image=save_rgb(tmp_path / f"{i}.png", natural_like(16, 16, seed=i)),
+                root=tmp_path) for i in range(3)]  # fmt: skip
+    with threadpoolctl.threadpool_limits(limits=2):  # as on a machine with cores to spare
+        before = numpy_blas()
+        asyncio.run(run_batch(jobs, process, fingerprint="f", decoder=Decoder(10**8),
+                              sink=RunSink(NO_TRACE.writer), concurrency=2))  # fmt: skip
+        after = numpy_blas()
+    assert before and all(n == 2 for n in before)
+    assert len(seen) == 3 and all(n == 1 for s in seen for n in s)
+    assert after == before
