@@ -283,3 +283,20 @@ def test_resume_refuses_a_stray_quote_in_the_last_record(tmp_path: Path) -> None
     with pytest.raises(ConfigError, match="cannot resume"):
         ResultsWriter(out, COLS, resume=True)
     assert out.read_bytes() == before
+
+
+def test_output_names_near_the_file_systems_limit(
+    tmp_path: Path, pics: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the writability probe is a hidden file with a longer name beside each output; where
+    # that name is too long, the output's own name is probed: the run is not refused
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    out = tmp_path / ("r" * (limit - 16) + ".csv")  # it, its trace and lock fit; probes do not
+    assert exit_code("score", pics, "-o", out, "-q") == 0
+    assert out.read_text().count("\n") == 1 + len(list(pics.glob("*.png")))
+    # a name whose trace (or lock) cannot have its own is a clear error, not an internal one
+    out = tmp_path / ("t" * (limit - 4) + ".csv")
+    capsys.readouterr()
+    assert exit_code("score", pics, "-o", out, "-q") == 2
+    assert "File name too long" in capsys.readouterr().err
+    assert not out.exists()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import os
 import re
 import secrets
@@ -208,16 +209,32 @@ def _new_beside(target: Path) -> tuple[int, str]:
             continue
 
 
+def _probe_beside(path: Path) -> None:
+    """Create and remove a hidden file beside ``path``; where the probe's longer name is
+    too long for the file system, ``path`` itself (created and removed at once)."""
+    try:
+        fd, probe = _new_beside(path)
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            raise
+        fd, probe = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), str(path)
+    os.close(fd)
+    os.unlink(probe)
+
+
 def _check_writable(path: Path, what: str) -> None:
     name = f"{what} {display_path(path)}"
-    if path.is_dir():
-        raise ConfigError(f"{name}: is a folder; give a file name")
-    if path.exists():
-        st = path.stat()
-        if not path.is_file():
-            raise ConfigError(f"{name}: not a regular file (a device or a pipe)")
-        if not st.st_mode & 0o222:
-            raise ConfigError(f"{name}: the file is read-only")
+    try:
+        if path.is_dir():
+            raise ConfigError(f"{name}: is a folder; give a file name")
+        if path.exists():
+            st = path.stat()
+            if not path.is_file():
+                raise ConfigError(f"{name}: not a regular file (a device or a pipe)")
+            if not st.st_mode & 0o222:
+                raise ConfigError(f"{name}: the file is read-only")
+    except OSError as e:  # a name too long for the file system, a loop of links
+        raise ConfigError(f"{name}: cannot write there: {e.strerror or e}") from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -230,9 +247,7 @@ def _check_writable(path: Path, what: str) -> None:
         if path.exists():
             os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
         else:  # can a file be created there? A hidden probe, removed at once: the name
-            fd, probe = _new_beside(path)  # itself never appears before its run writes it
-            os.close(fd)
-            os.unlink(probe)
+            _probe_beside(path)  # itself never appears before its run writes it
     except OSError as e:
         raise ConfigError(f"{name}: cannot write there: {e.strerror or e}") from None
 
