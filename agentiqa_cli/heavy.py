@@ -3,9 +3,10 @@
 scipy.stats (~1 s), scipy.optimize, scipy.special and scipy.ndimage (~0.3 s each) and torch
 (~2 s, the ``[pyiqa]`` extra) would cost every command's start-up if the modules that use
 them now and then imported them at their top: a plain `score` or `assess` needs none of them
-(a probe, a fix or an evaluate's interval reads them). Read them as attributes of this module, never ``from agentiqa_cli.heavy import
-stats`` (that imports at once); tests/test_layers.py checks it. A missing extra raises the
-library's own ImportError, as an ``import`` would.
+(a probe, a fix or an evaluate's interval reads them). Read them as attributes of this
+module, never ``from agentiqa_cli.heavy import stats`` (that imports at once);
+tests/test_layers.py checks it. A missing extra raises the library's own ImportError, as an
+``import`` would.
 """
 
 from __future__ import annotations

@@ -631,6 +631,7 @@ _IJG_LUMA = np.array([
 ], dtype=np.float64).reshape(8, 8)  # fmt: skip
 # the low-frequency coefficients read: most blocks of a photo keep them above zero
 _JPEG_POSITIONS = ((0, 1), (1, 0), (1, 1), (0, 2), (2, 0), (1, 2), (2, 1), (2, 2), (0, 3), (3, 0))
+_TABLE = [float(_IJG_LUMA[v, u]) for v, u in _JPEG_POSITIONS]  # their reference steps
 _STEPS = np.arange(2, 121, dtype=np.float64)  # quantizer steps tried
 STEP_FIT = 0.6  # mean cos(2 pi c / step) over coefficients beyond half a step: on the lattice
 STEP_EVIDENCE = 40  # coefficients beyond half a step needed to judge a step
@@ -741,8 +742,8 @@ def jpeg_quality(image: LoadedImage) -> float:
 
 
 def _quality(c: NDArray[np.float64]) -> float:
-    table = [_IJG_LUMA[v, u] for v, u in _JPEG_POSITIONS]
-    scales = [q / t for q, t in zip(_steps(c), table, strict=True) if q is not None]
+    """The IJG quality of the lattice in coefficients ``c`` (100 when none is found)."""
+    scales = [q / t for q, t in zip(_steps(c), _TABLE, strict=True) if q is not None]
     if not scales:
         return 100.0
     s = float(np.median(scales))
