@@ -617,7 +617,7 @@ def _step_profiles(image: LoadedImage) -> tuple[F32, F32]:
 # Read from the pixels, not the file's tables, this is the coarsest quantization the photo
 # went through: a q14 save re-saved at q90 reads about 14; a clean camera JPEG at q75
 # reads 75, at q80-95 its steps are too fine to tell from rounding (read 100, as a PNG or a
-# resized JPEG, whose grid is gone). Measured on the fit set's camera series: earlier saves
+# reduced JPEG, whose grid is gone; a JPEG enlarged 2x or 3x is read on its grown grid). Measured on the fit set's camera series: earlier saves
 # at q60/45/32/22/14 read medians 59.8/44.9/31.8/21.9/14.2, clean q75 75.0, every image
 # without an earlier save 79.6 or more. A quality is not a judgement on its own (a q75 save is
 # a normal camera's); the camera model learns what it means beside the other readings.
@@ -729,9 +729,10 @@ def _steps(c: NDArray[np.float64]) -> list[float | None]:
 def jpeg_quality(image: LoadedImage) -> float:
     """The IJG quality (1-100) of the coarsest JPEG save the pixels went through, 100 when
     no lattice of steps of at least ``SMALLEST_STEP`` is found (a PNG, a q85+ save, a
-    resized JPEG): the median over the low-frequency coefficients of each step's scale
+    reduced JPEG): the median over the low-frequency coefficients of each step's scale
     against the reference table (a coefficient without a lattice counts as scale 0, one
-    with too few values to tell is left out)."""
+    with too few values to tell is left out), the lowest of the save's own grid and the
+    grids of an enlargement by ``UPSCALES``."""
 
     def make() -> float:
         grids = [_block_coefficients(image)]
