@@ -192,3 +192,42 @@ def test_a_batch_runs_numpys_blas_on_one_thread_and_gives_it_back(tmp_path: Path
     assert before and all(n == 2 for n in before)
     assert len(seen) == 3 and all(n == 1 for s in seen for n in s)
     assert after == before
+
+
+_HEAP_PROBE = """
+import sys
+import numpy as np
+from agentiqa_cli import batch
+if sys.argv[1] == "batch":  # an empty batch: it sets the heap up before its workers start
+    import asyncio
+    from agentiqa_cli.io.trace import NO_TRACE
+    async def process(pair): return pair.result()
+    asyncio.run(batch.run_batch([], process, fingerprint="f", decoder=batch.Decoder(10**8),
+                                sink=batch.RunSink(NO_TRACE.writer)))
+def resident():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+a = np.ones(12 << 20, np.uint8)  # an image-sized temporary, every page touched
+held = resident()
+del a
+print(held - resident())
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc (Linux)")
+def test_a_batch_keeps_freed_image_sized_blocks_for_the_next_image() -> None:
+    # glibc's default hands a freed 12 MiB block back to the kernel, and the next image's
+    # array of that size faults every page in again; a batch's heap keeps it for reuse
+    import subprocess
+    import sys
+
+    if not batch.keep_freed_memory():
+        pytest.skip("the C library here is not glibc")
+
+    def returned(mode: str) -> int:
+        out = subprocess.run([sys.executable, "-c", _HEAP_PROBE, mode], capture_output=True,
+                             text=True, check=True)  # fmt: skip
+        return int(out.stdout)
+
+    assert returned("plain") >= 10 << 20  # glibc's default: given back at once
+    assert returned("batch") < 1 << 20  # kept by the batch's heap
