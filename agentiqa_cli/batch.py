@@ -7,6 +7,7 @@ content-hash keys for resume, error rows for bad inputs, and writing rows as the
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import threading
 import time
@@ -279,8 +280,6 @@ HEAP_KEEP = {_M_MMAP_THRESHOLD: 32 << 20, _M_TRIM_THRESHOLD: 256 << 20}
 def keep_freed_memory() -> bool:
     """Set glibc's allocator to reuse freed image-sized blocks (``HEAP_KEEP``) for the rest
     of the process; False where the C library is not glibc (nothing changes)."""
-    import ctypes  # only here: a plain import of this module does not need it
-
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
