@@ -35,7 +35,11 @@ $(STAMP): pyproject.toml
 prefill-brisque: setup
 	$(BIN)/python scripts/prefill_brisque.py
 
+# the package's bytecode, written here because Python itself does not write it where
+# PYTHONDONTWRITEBYTECODE is set (as on these machines): without it every command compiles
+# the package again (~0.4 s of each start-up); up-to-date files are skipped
 setup: $(STAMP)
+	$(BIN)/python -m compileall -q agentiqa_cli
 
 demo: setup
 	$(BIN)/python scripts/make_samples.py samples

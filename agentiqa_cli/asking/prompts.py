@@ -19,6 +19,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,32 @@ def _parse(env: SandboxedEnvironment, source: str) -> TemplateAST:
     return trees[source]
 
 
+@dataclass(frozen=True)
+class _Reads:
+    """What the load-time checks find in one syntax tree (a fragment's is read once, not
+    once per template that imports it)."""
+
+    undeclared: frozenset[str]  # variables it reads that it does not set itself
+    unsafe: tuple[str, ...]  # internal attributes it reaches for
+    formats: tuple[str, ...]  # what it could hand str.format that the sandbox would refuse
+
+
+_READS: WeakKeyDictionary[TemplateAST, dict[str, _Reads]] = WeakKeyDictionary()
+
+
+def _reads(ast: TemplateAST, where: str) -> _Reads:
+    """The checks' findings in ``ast``, reported under ``where`` ("" for a prompt's own
+    template, else its fragment's file); kept while the tree is (``_PARSED``)."""
+    by_where = _READS.setdefault(ast, {})
+    if where not in by_where:
+        by_where[where] = _Reads(
+            frozenset(meta.find_undeclared_variables(ast)),
+            tuple(_unsafe_attributes([ast])),
+            tuple(unsafe_formats({where: ast})),
+        )
+    return by_where[where]
+
+
 def _fragments_of(env: SandboxedEnvironment, ast: TemplateAST) -> dict[str, TemplateAST]:
     """Every fragment ``ast`` imports or includes, transitively, parsed, by name."""
     found: dict[str, TemplateAST] = {}
@@ -284,20 +311,18 @@ class PromptSpec(BaseModel):
             raise ValueError(f"fragment not found: {e}") from None
         except TemplateError as e:
             raise ValueError(f"template syntax error: {e}") from None
+        reads = [_reads(ast, "")] + [_reads(f, f"_fragments/{n}") for n, f in fragments.items()]
         declared = set(info.data.get("inputs", {})) | set(env.globals)
-        used = meta.find_undeclared_variables(ast).union(
-            *(meta.find_undeclared_variables(f) for f in fragments.values())
-        )
-        unknown = sorted(used - declared)
+        unknown = sorted(frozenset().union(*(r.undeclared for r in reads)) - declared)
         if unknown:
             raise ValueError(f"template uses undeclared variables: {', '.join(unknown)}")
-        unsafe = _unsafe_attributes([ast, *fragments.values()])
+        unsafe = sorted({a for r in reads for a in r.unsafe})
         if unsafe:
             raise ValueError(
                 f"unsafe template: it reaches for internal attribute(s) {', '.join(unsafe)}, "
                 "which the sandbox refuses when rendering"
             )
-        formats = unsafe_formats({"": ast, **{f"_fragments/{n}": f for n, f in fragments.items()}})
+        formats = list(dict.fromkeys(f for r in reads for f in r.formats))
         if formats:
             raise ValueError(
                 f"unsafe template: str.format with {', '.join(formats)} (attribute or item "

@@ -35,7 +35,15 @@ from numpy.typing import NDArray
 
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.tools.detectors import SIGNAL_DETECTORS as DETECTORS
-from agentiqa_cli.tools.detectors import SIGNALS, _cached, _chroma, _detail, _sample, jpeg_quality
+from agentiqa_cli.tools.detectors import (
+    SIGNALS,
+    _cached,
+    _chroma,
+    _detail,
+    _sample,
+    _tile_sums,
+    jpeg_quality,
+)
 
 F32 = NDArray[np.float32]
 
@@ -62,8 +70,8 @@ FEATURES: tuple[str, ...] = DETECTOR_FEATURES + BAND_FEATURES + OCTAVE_FEATURES 
 
 
 def _tiles(b: F32, t: int, ny: int, nx: int) -> F32:
-    e = (b[: ny * t, : nx * t] ** 2).reshape(ny, t, nx, t)
-    return e.mean(axis=(1, 3), dtype=np.float32).ravel()
+    """The mean energy of ``b`` in each of the ny × nx tiles of t px (row-major)."""
+    return (_tile_sums(b[: ny * t, : nx * t] ** 2, t) / np.float32(t * t)).ravel()
 
 
 def _binomial(a: F32) -> F32:
