@@ -41,6 +41,7 @@ from agentiqa_cli.tools.camera_features import (
     DETECTOR_FEATURES,
     FEATURES,
     JPEG_FEATURES,
+    NSS_FEATURES,
     OCTAVE_FEATURES,
 )
 from agentiqa_cli.tools.camera_fit import fit_network
@@ -116,6 +117,13 @@ def _read_octaves(path: str) -> list[float]:
     return octave_slopes(load_image(path))
 
 
+def _read_nss(path: str) -> list[float]:
+    from agentiqa_cli.imaging.load import load_image
+    from agentiqa_cli.tools.camera_features import scene_statistics
+
+    return scene_statistics(load_image(path))
+
+
 def _read_jpeg(path: str) -> list[float]:
     from agentiqa_cli.imaging.load import load_image
     from agentiqa_cli.tools.camera_features import jpeg_quality
@@ -123,8 +131,8 @@ def _read_jpeg(path: str) -> list[float]:
     return [jpeg_quality(load_image(path))]
 
 
-# the detector and band readings are cached apart from the octave slopes and the JPEG
-# quality, which were added later: adding a reading re-reads only that reading
+# the detector and band readings are cached apart from the octave slopes, the JPEG quality
+# and the scene statistics, which were added later: adding a reading re-reads only that one
 CACHED = DETECTOR_FEATURES + BAND_FEATURES
 
 
@@ -151,6 +159,7 @@ def read_features(items: list[SynthItem], fitset: Path) -> np.ndarray:
         _cached_readings(items, fitset / "camera_features.json", len(CACHED), _read),
         _cached_readings(items, fitset / "camera_octaves.json", len(OCTAVE_FEATURES), _read_octaves),
         _cached_readings(items, fitset / "camera_jpeg.json", len(JPEG_FEATURES), _read_jpeg),
+        _cached_readings(items, fitset / "camera_nss.json", len(NSS_FEATURES), _read_nss),
     ])  # fmt: skip
     assert x.shape[1] == len(FEATURES)
     return x

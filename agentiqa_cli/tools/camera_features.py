@@ -19,7 +19,13 @@ reading, these band and colour statistics:
   octaves, 2 to 256 px): how far up the spectrum a blur or an upscale reaches, which the
   32 px tiles cannot tell for a long shake or a 4-6x upscale;
 - the JPEG quality of the coarsest save the pixels went through (``jpeg_quality``), from
-  the lattice its quantizer leaves in the 8x8 DCT coefficients.
+  the lattice its quantizer leaves in the 8x8 DCT coefficients;
+- natural-scene statistics of the luma at viewing scale and half of it (Mittal, Moorthy &
+  Bovik 2012, BRISQUE's): the locally normalized (MSCN) coefficients' generalized-Gaussian
+  shape and spread, and their correlation with each neighbour in four directions. Local
+  normalization takes contrast and exposure out, so they read how a photo's pixels relate
+  to their neighbours: an upscale or a blur correlates them, noise decorrelates them, a
+  JPEG save makes them peakier.
 
 Every plane is read at viewing scale, so a 2x or a 24 MP photo reads as its 1024 px view;
 below that the statistics follow the pixel grid: the model learns what a reading means on
@@ -28,6 +34,7 @@ photos of 0.5-1 MP, which is where it was trained.
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 import numpy as np
@@ -66,7 +73,16 @@ OCTAVE_FLOOR = 0.01
 # read by the model, not in SIGNALS (whose readings were cached for training before it)
 JPEG_FEATURES: tuple[str, ...] = ("jpeg_quality",)
 
-FEATURES: tuple[str, ...] = DETECTOR_FEATURES + BAND_FEATURES + OCTAVE_FEATURES + JPEG_FEATURES
+NSS_SCALES = 2  # the view and half of it
+NSS_FEATURES: tuple[str, ...] = tuple(
+    f"nss{k}_{what}" for k in range(NSS_SCALES) for what in ("shape", "var", "h", "v", "d1", "d2")
+)
+MSCN_C = 1.0  # added to the local spread (8-bit code units): flat areas do not blow up
+NSS_BORDER = 3  # px left out at each edge, where the low-pass read mirrored pixels
+
+FEATURES: tuple[str, ...] = (
+    DETECTOR_FEATURES + BAND_FEATURES + OCTAVE_FEATURES + JPEG_FEATURES + NSS_FEATURES
+)
 
 
 def _tiles(b: F32, t: int, ny: int, nx: int) -> F32:
@@ -82,15 +98,21 @@ def _binomial(a: F32) -> F32:
     return (r[:-4] + r[4:]) * 0.0625 + (r[1:-3] + r[3:-1]) * 0.25 + r[2:-2] * 0.375
 
 
-def _laplacian(g: F32, levels: int) -> list[F32]:
+def _pyramid(g: F32, levels: int) -> tuple[list[F32], list[F32]]:
     """The first ``levels`` band planes of a Laplacian pyramid of ``g``, finest first (Burt
-    & Adelson 1983: binomial low-pass, then halving)."""
-    out, cur = [], g
+    & Adelson 1983: binomial low-pass, then halving), and each level's low-pass plane."""
+    bands, lows, cur = [], [], g
     for _ in range(levels):
         low = _binomial(cur)
-        out.append(cur - low)
+        bands.append(cur - low)
+        lows.append(low)
         cur = low[::2, ::2]
-    return out
+    return bands, lows
+
+
+def _laplacian(g: F32, levels: int) -> list[F32]:
+    """The band planes of ``_pyramid``."""
+    return _pyramid(g, levels)[0]
 
 
 def _bands(g: F32, levels: int = LEVELS, planes: list[F32] | None = None) -> list[F32]:
@@ -104,15 +126,66 @@ def _bands(g: F32, levels: int = LEVELS, planes: list[F32] | None = None) -> lis
     return [_tiles(b, t >> k, ny, nx) for k, b in enumerate(bands[:levels])]
 
 
-def _luma_planes(image: LoadedImage) -> tuple[F32, list[F32]]:
-    """The luma at viewing scale (8-bit code units) and its pyramid, made once for the band
-    statistics and the octave slopes."""
+def _luma_planes(image: LoadedImage) -> tuple[F32, list[F32], list[F32]]:
+    """The luma at viewing scale (8-bit code units), its pyramid's bands and low-pass
+    planes, made once for the band statistics, the octave slopes and the scene statistics."""
 
-    def make() -> tuple[F32, list[F32]]:
+    def make() -> tuple[F32, list[F32], list[F32]]:
         view = _detail(image) * np.float32(255.0)
-        return view, _laplacian(view, max(LEVELS, OCTAVES))
+        return (view, *_pyramid(view, max(LEVELS, OCTAVES)))
 
-    return cast(tuple[F32, list[F32]], _cached(image, "cam:luma", make))
+    return cast(tuple[F32, list[F32], list[F32]], _cached(image, "cam:luma", make))
+
+
+def _ggd_shapes() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Generalized-Gaussian shapes 0.2-10 and their moment ratio E[x²] / E[|x|]²
+    (Γ(1/a) Γ(3/a) / Γ(2/a)², falling with the shape): the table the shape is read from."""
+    shapes = np.arange(0.2, 10.0, 0.001)
+    ratio = np.array(
+        [math.gamma(1 / a) * math.gamma(3 / a) / math.gamma(2 / a) ** 2 for a in shapes]
+    )
+    return shapes, ratio
+
+
+_SHAPES, _RATIOS = _ggd_shapes()
+
+
+def scene_statistics(image: LoadedImage) -> list[float]:
+    """``NSS_FEATURES``: per scale (the view, then its pyramid's next level), the MSCN
+    coefficients ``(I - μ) / (σ + C)`` (μ, σ: the binomial low-pass's local mean and spread),
+    their generalized-Gaussian shape (moment matching) and mean square, and the mean product
+    of each with its neighbour right, below and along both diagonals over that mean square
+    (a correlation), ``NSS_BORDER`` px from the edges left out."""
+
+    def make() -> list[float]:
+        view, _, lows = _luma_planes(image)
+        out: list[float] = []
+        cur = view
+        for k in range(NSS_SCALES):
+            mu = lows[k]
+            spread = np.sqrt(np.abs(_binomial(cur * cur) - mu * mu))
+            x = ((cur - mu) / (spread + np.float32(MSCN_C)))[
+                NSS_BORDER:-NSS_BORDER, NSS_BORDER:-NSS_BORDER
+            ]
+            if min(x.shape) < 2:  # too small for this scale: as the last one read
+                out += out[-6:] if out else [2.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+                continue
+            var = float(np.mean(x * x, dtype=np.float64))
+            mean_abs = float(np.mean(np.abs(x), dtype=np.float64))
+            ratio = var / max(mean_abs * mean_abs, 1e-12)
+            shape = float(_SHAPES[int(np.argmin(np.abs(_RATIOS - ratio)))])
+            pairs = (
+                (x[:, :-1], x[:, 1:]),
+                (x[:-1], x[1:]),
+                (x[:-1, :-1], x[1:, 1:]),
+                (x[:-1, 1:], x[1:, :-1]),
+            )
+            corr = [float(np.mean(a * b, dtype=np.float64)) / max(var, 1e-12) for a, b in pairs]
+            out += [shape, var, *corr]
+            cur = mu[::2, ::2]
+        return out
+
+    return list(_cached(image, "cam:nss", make))
 
 
 def octave_slopes(image: LoadedImage) -> list[float]:
@@ -139,7 +212,7 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
     def make() -> dict[str, float]:
         # every plane at viewing scale (at most 1024 px on the long side, as sharpness reads):
         # the same photo at half or twice the size reads alike, a 24 MP photo costs little
-        view, planes = _luma_planes(image)
+        view, planes, _ = _luma_planes(image)
         ly = _bands(view, planes=planes)
         e0, e1, e2, e3, e4 = ly
         coarse = e3 + e4
@@ -181,6 +254,7 @@ def features(image: LoadedImage, readings: dict[str, float] | None = None) -> ND
         [raw[n] for n in DETECTOR_FEATURES]
         + [bands[n] for n in BAND_FEATURES]
         + octave_slopes(image)
-        + [jpeg_quality(image)],
+        + [jpeg_quality(image)]
+        + scene_statistics(image),
         np.float64,
     )
