@@ -11,11 +11,12 @@ from PIL import Image
 
 from agentiqa_cli.bench.camera import camera_damage
 from agentiqa_cli.bench.synth import sample_photos
+from agentiqa_cli.imaging import distort
 from agentiqa_cli.imaging.distort import item_rng
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.builtin import DETECTORS
-from agentiqa_cli.tools.camera_features import FEATURES, features
+from agentiqa_cli.tools.camera_features import FEATURES, NSS_FEATURES, features, scene_statistics
 from agentiqa_cli.tools.camera_fit import fit_network
 from agentiqa_cli.tools.camera_model import (
     HEADS,
@@ -79,6 +80,34 @@ def test_a_tiny_image_still_gets_a_reading(tmp_path: Path) -> None:
     v = features(load_image(p))
     assert v.shape == (len(FEATURES),) and np.isfinite(v).all()
     assert all(1.0 <= s <= 5.0 for s in shipped().scores(load_image(p)).values())
+
+
+def test_scene_statistics_read_how_pixels_relate_to_their_neighbours(
+    photo: np.ndarray, tmp_path: Path
+) -> None:
+    # MSCN coefficients: a photo's are peaky (shape below 2), white noise's are not (above:
+    # a spread read over a few pixels bounds them) and are barely correlated with their
+    # neighbours; a blur correlates a photo's, noise decorrelates them, and contrast (the
+    # local normalization's whole point) changes none of it
+    rng = np.random.default_rng(0)
+
+    def nss(rgb: np.ndarray, name: str) -> dict[str, float]:
+        Image.fromarray((np.clip(rgb, 0, 1) * 255 + 0.5).astype(np.uint8)).save(tmp_path / name)
+        v = scene_statistics(load_image(tmp_path / name))
+        assert len(v) == len(NSS_FEATURES) and np.isfinite(v).all()
+        return dict(zip(NSS_FEATURES, v, strict=True))
+
+    white = nss(0.5 + rng.normal(0, 0.08, (384, 512, 1)).repeat(3, axis=2), "white.png")
+    assert all(abs(white[f"nss0_{d}"]) < 0.2 for d in ("h", "v", "d1", "d2")), white
+    clean = nss(photo, "clean.png")
+    assert clean["nss0_shape"] < 2.0 < white["nss0_shape"], (clean, white)
+    soft = nss(distort.blur(photo, 3, rng), "soft.png")
+    noisy = nss(photo + rng.normal(0, 0.05, photo.shape).astype(np.float32), "noisy.png")
+    flat = nss(0.25 + 0.5 * photo, "flat.png")  # half the contrast
+    for d in ("h", "v", "d1", "d2"):
+        assert soft[f"nss0_{d}"] > clean[f"nss0_{d}"] + 0.1, (d, soft, clean)
+        assert clean[f"nss0_{d}"] > noisy[f"nss0_{d}"] + 0.1, (d, clean, noisy)
+        assert flat[f"nss0_{d}"] == pytest.approx(clean[f"nss0_{d}"], abs=0.1), d
 
 
 def test_fit_network_learns_a_monotone_target() -> None:
