@@ -150,6 +150,23 @@ def _ggd_shapes() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
 _SHAPES, _RATIOS = _ggd_shapes()
 
 
+def _neighbour_means(x: NDArray[np.float64]) -> list[float]:
+    """The mean product of each value of ``x`` (contiguous) with its neighbour right, below
+    and along both diagonals: dot products of the flattened plane with itself shifted by 1,
+    w, w + 1 and w - 1, less the pairs that wrap from one row's end to another's start."""
+    h, w = x.shape
+    f = x.ravel()
+    right = f[:-1] @ f[1:] - x[:-1, -1] @ x[1:, 0]
+    below = f[:-w] @ f[w:]
+    diagonal = f[: -(w + 1)] @ f[w + 1 :] - x[:-2, -1] @ x[2:, 0]
+    anti = f[: -(w - 1)] @ f[w - 1 :] - x[:, 0] @ x[:, -1]
+    inner = (h - 1) * (w - 1)
+    sums = (right, below, diagonal, anti)
+    return [
+        float(v) / n for v, n in zip(sums, (h * (w - 1), (h - 1) * w, inner, inner), strict=True)
+    ]
+
+
 def scene_statistics(image: LoadedImage) -> list[float]:
     """``NSS_FEATURES``: per scale (the view, then its pyramid's next level), the MSCN
     coefficients ``(I - μ) / (σ + C)`` (μ, σ: the binomial low-pass's local mean and spread),
@@ -158,30 +175,21 @@ def scene_statistics(image: LoadedImage) -> list[float]:
     (a correlation), ``NSS_BORDER`` px from the edges left out."""
 
     def make() -> list[float]:
-        view, _, lows = _luma_planes(image)
+        cur, bands, lows = _luma_planes(image)
         out: list[float] = []
-        cur = view
+        b = NSS_BORDER
         for k in range(NSS_SCALES):
             mu = lows[k]
             spread = np.sqrt(np.abs(_binomial(cur * cur) - mu * mu))
-            x = ((cur - mu) / (spread + np.float32(MSCN_C)))[
-                NSS_BORDER:-NSS_BORDER, NSS_BORDER:-NSS_BORDER
-            ]
+            x = (bands[k] / (spread + np.float32(MSCN_C)))[b:-b, b:-b].astype(np.float64)
             if min(x.shape) < 2:  # too small for this scale: as the last one read
                 out += out[-6:] if out else [2.0, 0.0, 0.0, 0.0, 0.0, 0.0]
                 continue
-            var = float(np.mean(x * x, dtype=np.float64))
-            mean_abs = float(np.mean(np.abs(x), dtype=np.float64))
+            var = float(x.ravel() @ x.ravel()) / x.size
+            mean_abs = float(np.abs(x).sum()) / x.size
             ratio = var / max(mean_abs * mean_abs, 1e-12)
             shape = float(_SHAPES[int(np.argmin(np.abs(_RATIOS - ratio)))])
-            pairs = (
-                (x[:, :-1], x[:, 1:]),
-                (x[:-1], x[1:]),
-                (x[:-1, :-1], x[1:, 1:]),
-                (x[:-1, 1:], x[1:, :-1]),
-            )
-            corr = [float(np.mean(a * b, dtype=np.float64)) / max(var, 1e-12) for a, b in pairs]
-            out += [shape, var, *corr]
+            out += [shape, var, *(m / max(var, 1e-12) for m in _neighbour_means(x))]
             cur = mu[::2, ::2]
         return out
 
