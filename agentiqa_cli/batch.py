@@ -271,10 +271,11 @@ NUMPY_BLAS = {"libscipy_openblas": 1}
 # image's arrays of the same size fault every page in again, zeroed: a 1024 px image's
 # detectors make dozens of such temporaries (40 camera JPEGs, `assess -j 1` on one core:
 # 0.85x the wall time, a sixth of the system time, +30 MiB peak). Blocks below 32 MiB (the
-# most glibc allows) stay in the heap, which is trimmed beyond 256 MiB free; larger arrays
-# (a big photo's planes) are still mapped and returned whole.
+# most glibc allows) stay in the heap, which is trimmed beyond 64 MiB free (as fast as 256
+# on that batch, with the same peak); larger arrays (a big photo's planes) are still mapped
+# and returned whole.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (malloc.h)
-HEAP_KEEP = {_M_MMAP_THRESHOLD: 32 << 20, _M_TRIM_THRESHOLD: 256 << 20}
+HEAP_KEEP = {_M_MMAP_THRESHOLD: 32 << 20, _M_TRIM_THRESHOLD: 64 << 20}
 
 
 def keep_freed_memory() -> bool:
