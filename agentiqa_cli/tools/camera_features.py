@@ -23,10 +23,9 @@ reading, these band and colour statistics:
 - natural-scene statistics of the luma at viewing scale, half and a quarter of it (Mittal,
   Moorthy & Bovik 2012, BRISQUE's): the locally normalized (MSCN) coefficients'
   generalized-Gaussian shape and spread, and their correlation with each neighbour in four
-  directions. Local
-  normalization takes contrast and exposure out, so they read how a photo's pixels relate
-  to their neighbours: an upscale or a blur correlates them, noise decorrelates them, a
-  JPEG save makes them peakier.
+  directions. Local normalization takes contrast and exposure out, so they read how a
+  photo's pixels relate to their neighbours: an upscale or a blur correlates them, noise
+  decorrelates them, a JPEG save makes them peakier.
 
 Every plane is read at viewing scale, so a 2x or a 24 MP photo reads as its 1024 px view;
 below that the statistics follow the pixel grid: the model learns what a reading means on
