@@ -20,8 +20,8 @@ reading, these band and colour statistics:
   32 px tiles cannot tell for a long shake or a 4-6x upscale;
 - the JPEG quality of the coarsest save the pixels went through (``jpeg_quality``), from
   the lattice its quantizer leaves in the 8x8 DCT coefficients;
-- natural-scene statistics of the luma at viewing scale, half and a quarter of it (Mittal,
-  Moorthy & Bovik 2012, BRISQUE's): the locally normalized (MSCN) coefficients'
+- natural-scene statistics of the luma at viewing scale and half of it (Mittal, Moorthy &
+  Bovik 2012, BRISQUE's): the locally normalized (MSCN) coefficients'
   generalized-Gaussian shape and spread, and their correlation with each neighbour in four
   directions. Local normalization takes contrast and exposure out, so they read how a
   photo's pixels relate to their neighbours: an upscale or a blur correlates them, noise
@@ -73,7 +73,7 @@ OCTAVE_FLOOR = 0.01
 # read by the model, not in SIGNALS (whose readings were cached for training before it)
 JPEG_FEATURES: tuple[str, ...] = ("jpeg_quality",)
 
-NSS_SCALES = 3  # the view, half and a quarter of it
+NSS_SCALES = 2  # the view and half of it
 NSS_FEATURES: tuple[str, ...] = tuple(
     f"nss{k}_{what}" for k in range(NSS_SCALES) for what in ("shape", "var", "h", "v", "d1", "d2")
 )
@@ -168,7 +168,7 @@ def _neighbour_means(x: NDArray[np.float64]) -> list[float]:
 
 
 def scene_statistics(image: LoadedImage) -> list[float]:
-    """``NSS_FEATURES``: per scale (the view, then its pyramid's next two levels), the MSCN
+    """``NSS_FEATURES``: per scale (the view, then its pyramid's next level), the MSCN
     coefficients ``(I - μ) / (σ + C)`` (μ, σ: the binomial low-pass's local mean and spread),
     their generalized-Gaussian shape (moment matching) and mean square, and the mean product
     of each with its neighbour right, below and along both diagonals over that mean square
