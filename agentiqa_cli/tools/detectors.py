@@ -727,7 +727,8 @@ def _upscaled_coefficients(image: LoadedImage, k: int) -> NDArray[np.float64]:
         for dy, dx in itertools.product(range(k), repeat=2):
             if dy or dx:
                 cells += g[dy:h:k, dx:w:k]
-        planes.append(cells / (k * k))
+        cells /= np.float32(k * k)
+        planes.append(cells)
     return _coefficients(planes)
 
 
