@@ -159,23 +159,17 @@ _UNSAFE_NAMES = frozenset({"mro"}).union(
 )
 
 
-def _unsafe_attributes(asts: Iterable[TemplateAST]) -> list[str]:
+def _unsafe_attributes(ast: TemplateAST) -> list[str]:
     """Attribute names a template reads that start with ``_`` or are Python internals
     (``x.__class__``, ``x['__class__']``, ``x|attr('__class__')``)."""
-    found: set[str] = set()
-    for ast in asts:
-        names: list[object] = [n.attr for n in ast.find_all(nodes.Getattr)]
-        names += [
-            n.arg.value for n in ast.find_all(nodes.Getitem) if isinstance(n.arg, nodes.Const)
-        ]
-        names += [
-            n.args[0].value
-            for n in ast.find_all(nodes.Filter)
-            if n.name == "attr" and n.args and isinstance(n.args[0], nodes.Const)
-        ]
-        found |= {
-            x for x in names if isinstance(x, str) and (x.startswith("_") or x in _UNSAFE_NAMES)
-        }
+    names: list[object] = [n.attr for n in ast.find_all(nodes.Getattr)]
+    names += [n.arg.value for n in ast.find_all(nodes.Getitem) if isinstance(n.arg, nodes.Const)]
+    names += [
+        n.args[0].value
+        for n in ast.find_all(nodes.Filter)
+        if n.name == "attr" and n.args and isinstance(n.args[0], nodes.Const)
+    ]
+    found = {x for x in names if isinstance(x, str) and (x.startswith("_") or x in _UNSAFE_NAMES)}
     return sorted(found)
 
 
@@ -212,7 +206,7 @@ def _reads(ast: TemplateAST, where: str) -> _Reads:
     if where not in by_where:
         by_where[where] = _Reads(
             frozenset(meta.find_undeclared_variables(ast)),
-            tuple(_unsafe_attributes([ast])),
+            tuple(_unsafe_attributes(ast)),
             tuple(unsafe_formats({where: ast})),
         )
     return by_where[where]

@@ -34,6 +34,7 @@ photos of 0.5-1 MP, which is where it was trained.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import cast
 
@@ -110,11 +111,6 @@ def _pyramid(g: F32, levels: int) -> tuple[list[F32], list[F32]]:
     return bands, lows
 
 
-def _laplacian(g: F32, levels: int) -> list[F32]:
-    """The band planes of ``_pyramid``."""
-    return _pyramid(g, levels)[0]
-
-
 def _bands(g: F32, levels: int = LEVELS, planes: list[F32] | None = None) -> list[F32]:
     """Per-tile energies of ``levels`` octave bands of ``g`` (8-bit code units), finest first
     (``planes``: its Laplacian pyramid, when already made), each level's band read over the
@@ -122,7 +118,7 @@ def _bands(g: F32, levels: int = LEVELS, planes: list[F32] | None = None) -> lis
     # a small image gets smaller tiles (16 px at least: one sample on the coarsest level)
     t = max(16, min(TILE, min(g.shape) // 16 * 16))
     ny, nx = max(1, g.shape[0] // t), max(1, g.shape[1] // t)
-    bands = planes if planes is not None else _laplacian(g, levels)
+    bands = planes if planes is not None else _pyramid(g, levels)[0]
     return [_tiles(b, t >> k, ny, nx) for k, b in enumerate(bands[:levels])]
 
 
@@ -137,17 +133,16 @@ def _luma_planes(image: LoadedImage) -> tuple[F32, list[F32], list[F32]]:
     return cast(tuple[F32, list[F32], list[F32]], _cached(image, "cam:luma", make))
 
 
+@functools.lru_cache(maxsize=1)
 def _ggd_shapes() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Generalized-Gaussian shapes 0.2-10 and their moment ratio E[x²] / E[|x|]²
-    (Γ(1/a) Γ(3/a) / Γ(2/a)², falling with the shape): the table the shape is read from."""
+    (Γ(1/a) Γ(3/a) / Γ(2/a)², falling with the shape): the table the shape is read from,
+    made when first read (~13 ms), not at every command's start-up."""
     shapes = np.arange(0.2, 10.0, 0.001)
     ratio = np.array(
         [math.gamma(1 / a) * math.gamma(3 / a) / math.gamma(2 / a) ** 2 for a in shapes]
     )
     return shapes, ratio
-
-
-_SHAPES, _RATIOS = _ggd_shapes()
 
 
 def _neighbour_means(x: NDArray[np.float64]) -> list[float]:
@@ -188,7 +183,8 @@ def scene_statistics(image: LoadedImage) -> list[float]:
             var = float(x.ravel() @ x.ravel()) / x.size
             mean_abs = float(np.abs(x).sum()) / x.size
             ratio = var / max(mean_abs * mean_abs, 1e-12)
-            shape = float(_SHAPES[int(np.argmin(np.abs(_RATIOS - ratio)))])
+            shapes, ratios = _ggd_shapes()
+            shape = float(shapes[int(np.argmin(np.abs(ratios - ratio)))])
             out += [shape, var, *(m / max(var, 1e-12) for m in _neighbour_means(x))]
             cur = mu[::2, ::2]
         return out

@@ -641,10 +641,11 @@ def _step_profiles(image: LoadedImage) -> tuple[F32, F32]:
 # Read from the pixels, not the file's tables, this is the coarsest quantization the photo
 # went through: a q14 save re-saved at q90 reads about 14; a clean camera JPEG at q75
 # reads 75, at q80-95 its steps are too fine to tell from rounding (read 100, as a PNG or a
-# reduced JPEG, whose grid is gone; a JPEG enlarged 2x or 3x is read on its grown grid). Measured on the fit set's camera series: earlier saves
-# at q60/45/32/22/14 read medians 59.8/44.9/31.8/21.9/14.2, clean q75 75.0, every image
-# without an earlier save 79.6 or more. A quality is not a judgement on its own (a q75 save is
-# a normal camera's); the camera model learns what it means beside the other readings.
+# reduced JPEG, whose grid is gone; a JPEG enlarged 2x or 3x is read on its grown grid).
+# Measured on the fit set's camera series: earlier saves at q60/45/32/22/14 read medians
+# 59.8/44.9/31.8/21.9/14.2, clean q75 75.0, every image without an earlier save 79.6 or
+# more. A quality is not a judgement on its own (a q75 save is a normal camera's); the
+# camera model learns what it means beside the other readings.
 
 # the IJG reference luma table (quality 50), row v, column u
 _IJG_LUMA = np.array([
