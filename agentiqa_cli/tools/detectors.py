@@ -184,11 +184,15 @@ def _luma(rgb: F32) -> F32:
 
 
 def _tile_sums(a: F32, t: int) -> F32:
-    """Sums over the t×t tiles that fit in ``a`` (ny × nx): the rows of each band of tiles
-    first, then each tile's columns (a quarter of the time of one reduction over a 4-D view)."""
+    """Sums over the t×t tiles that fit in ``a`` (ny × nx)."""
     ny, nx = a.shape[0] // t, a.shape[1] // t
-    rows = a[: ny * t, : nx * t].reshape(ny, t, nx * t).sum(axis=1, dtype=np.float32)
-    return rows.reshape(ny, nx, t).sum(axis=2, dtype=np.float32)
+    return _tile_totals(a[: ny * t, : nx * t].reshape(ny, t, nx, t))
+
+
+def _tile_totals(tiles: F32) -> F32:
+    """Each tile's sum of a (ny, t, nx, t) view of tiles: over its rows first, then its
+    columns (a quarter of the time of one reduction over both axes)."""
+    return tiles.sum(axis=1, dtype=np.float32).sum(axis=2, dtype=np.float32)
 
 
 def _box(b: F32, h: int, axis: int) -> F32:
@@ -561,7 +565,7 @@ def noise(image: LoadedImage) -> float:
         m = max(PATTERN_LAGS)
         grid = ((r.shape[0] - m) // t, (r.shape[1] - m) // t)
         base = _alternate_tiles(r, grid, t)
-        plain = np.abs(base).sum(axis=(1, 3))
+        plain = _tile_totals(np.abs(base))
         best = np.full_like(plain, np.inf)
         d = np.empty_like(base)
         for lag in PATTERN_LAGS:
@@ -570,14 +574,14 @@ def noise(image: LoadedImage) -> float:
                 _alternate_tiles(r[lag:], grid, t),
             ):
                 np.abs(np.subtract(shifted, base, out=d), out=d)
-                np.minimum(best, d.sum(axis=(1, 3)) * np.float32(1 / np.sqrt(2)), out=best)
+                np.minimum(best, _tile_totals(d) * np.float32(1 / np.sqrt(2)), out=best)
         # only a clear drop marks a pattern: the smallest of ten estimates of pure noise is
         # biased low by ~10%, a pattern's shifted difference is a fraction of its response
         patterned = best < PATTERN_DROP * plain
         sigs.append(np.where(patterned, best, plain).ravel() * scale)
         src = g[1 : 1 + r.shape[0], 1 : 1 + r.shape[1]]
         clipped = ((src <= 1.5 / 255) | (src >= 253.5 / 255)).astype(np.float32)
-        oks.append(_alternate_tiles(clipped, grid, t).sum(axis=(1, 3)).ravel() <= 0.2 * t * t)
+        oks.append(_tile_totals(_alternate_tiles(clipped, grid, t)).ravel() <= 0.2 * t * t)
     s, ok = np.concatenate(sigs), np.concatenate(oks)
     keep = s[ok] if ok.sum() >= 4 else s
     return float(np.percentile(keep, 20))
@@ -1051,8 +1055,11 @@ def saturation_clip(image: LoadedImage) -> float:
     colour defect. Measured on the fit set (scripts/fit_builtin_cards.py's images; the
     realset held out): brightened photos with a colour finding of moderate or worse 45% ->
     34%, level 4-5 oversaturation found 90% either way, no clean image flagged (0.3-0.4
-    flagged a clean yellow flower). A channel gain of a colour cast clips pale colours the
-    same way, so fewer casts are found through clipped chroma.
+    flagged a clean yellow flower). A camera's JPEG save clamps the ringing at the edges of
+    deep colours, so the same flower saved at q94 reads 0.10 (0.076 as a PNG): the card is
+    fitted with the fit set's clean camera JPEGs among its clean images
+    (``scripts/fit_builtin_cards.py``'s ``CAMERA_CLEAN``). A channel gain of a colour cast
+    clips pale colours the same way, so fewer casts are found through clipped chroma.
     """
     p = _grid(image)
     if p.shape[1] < 2:
