@@ -135,7 +135,9 @@ def main() -> int:
         wallpapers = len(records)
     work = args.cache / ("synth-skimage" if args.skimage_only else "synth")
     items = synth_items(clean, work)
-    cameras = [] if args.skimage_only else camera_clean(args.cache)
+    # read the clean camera JPEGs only when a card being refitted uses them
+    wanted = args.camera_clean or any(n in CAMERA_CLEAN for n in (only or TARGETS))
+    cameras = camera_clean(args.cache) if wanted and not args.skimage_only else []
     items += cameras
     readings = read_items(items, only or None)
     for name, kinds in TARGETS.items():
