@@ -657,3 +657,28 @@ def test_the_whole_image_blur_effect_is_scikit_images() -> None:
         g = gray[y : y + h, x : x + w]
         g = ndimage.gaussian_filter(g, 1 + i % 3) if i % 2 else g
         assert blur_effect(g) == pytest.approx(float(measure.blur_effect(g)), abs=1e-5)
+
+
+def test_the_tiles_blur_effect_equals_an_explicit_box_re_blur() -> None:
+    """``blur_effect_tiles`` reads the re-blurred copy's neighbour steps as differences of
+    samples 11 px apart; that is the same as blurring each tile with an 11-sample box along
+    each direction and taking its steps, which this test does the long way."""
+    from agentiqa_cli.tools.detectors import blur_effect_tiles
+
+    rng = np.random.default_rng(3)
+    tiles = ndimage.gaussian_filter(rng.random((6, 42, 42)), (0, 1.2, 1.2)).astype(np.float32)
+    h, r, n = 11, 5, 42 - 10
+    diag = np.eye(h) / h
+    kernels = (np.ones((h, 1)) / h, np.ones((1, h)) / h, diag, diag[::-1])
+    energy, lost = blur_effect_tiles(tiles, h)
+    for d, kernel in enumerate(kernels):
+        for i, tile in enumerate(tiles.astype(np.float64)):
+            soft = ndimage.correlate(tile, kernel, mode="constant")[r:-r, r:-r]
+            core = tile[r:-r, r:-r]
+            pairs = {0: (np.s_[1:, :], np.s_[:-1, :]), 1: (np.s_[:, 1:], np.s_[:, :-1]),
+                     2: (np.s_[1:, 1:], np.s_[:-1, :-1]), 3: (np.s_[1:, :-1], np.s_[:-1, 1:])}  # fmt: skip
+            a, b = pairs[d]
+            step, soft_step = np.abs(core[a] - core[b]), np.abs(soft[a] - soft[b])
+            assert soft.shape == (n, n)
+            assert energy[d, i] == pytest.approx(step.sum(), rel=1e-5)
+            assert lost[d, i] == pytest.approx(np.maximum(step - soft_step, 0).sum(), rel=1e-4)

@@ -195,39 +195,18 @@ def _tile_totals(tiles: F32) -> F32:
     return tiles.sum(axis=1, dtype=np.float32).sum(axis=2, dtype=np.float32)
 
 
-def _box(b: F32, h: int, axis: int) -> F32:
-    """Mean over ``h`` samples along ``axis``; valid part only."""
-    c = np.cumsum(b, axis=axis, dtype=np.float32)
-    lead = [slice(None)] * b.ndim
-    lead[axis] = slice(h - 1, None)
-    tail = [slice(None)] * b.ndim
-    tail[axis] = slice(0, -h)
-    out = c[tuple(lead)].copy()
-    lead[axis] = slice(1, None)
-    out[tuple(lead)] -= c[tuple(tail)]
-    return (out / np.float32(h)).astype(np.float32, copy=False)
-
-
-def _diag_box(b: F32, h: int, anti: bool) -> F32:
-    """Mean over ``h`` samples along a diagonal of the last two axes; valid part only."""
-    n0, n1 = b.shape[-2] - h + 1, b.shape[-1] - h + 1
-    acc = np.zeros((*b.shape[:-2], n0, n1), dtype=np.float32)
-    for k in range(h):
-        j = h - 1 - k if anti else k
-        acc += b[..., k : k + n0, j : j + n1]
-    acc /= np.float32(h)
-    return acc
-
-
-def _shift_diff(a: F32, d: int) -> F32:
-    """|difference of neighbours| along direction d: rows, columns, diagonal, anti-diagonal."""
+def _step_pairs(a: F32, d: int, k: int) -> tuple[F32, F32]:
+    """The samples ``k`` px apart along direction d of the last two axes (rows, columns,
+    diagonal, anti-diagonal), as two aligned views: their difference is the neighbour step
+    for k = 1, and k times the neighbour step of a box of k samples along d (its sums
+    telescope)."""
     if d == 0:
-        return np.abs(a[..., 1:, :] - a[..., :-1, :])
+        return a[..., k:, :], a[..., :-k, :]
     if d == 1:
-        return np.abs(a[..., :, 1:] - a[..., :, :-1])
+        return a[..., :, k:], a[..., :, :-k]
     if d == 2:
-        return np.abs(a[..., 1:, 1:] - a[..., :-1, :-1])
-    return np.abs(a[..., 1:, :-1] - a[..., :-1, 1:])
+        return a[..., k:, k:], a[..., :-k, :-k]
+    return a[..., k:, :-k], a[..., :-k, k:]
 
 
 def blur_effect_tiles(tiles: F32, h_size: int = 11) -> tuple[F32, F32]:
@@ -239,21 +218,26 @@ def blur_effect_tiles(tiles: F32, h_size: int = 11) -> tuple[F32, F32]:
     direction. A sharp tile loses much when re-blurred, a blurred one little. Returns
     (gradient energy, energy lost), each 4 × n; blur = 1 - lost / energy. The outer
     ``h_size // 2`` pixels of each tile are context for the filters only.
+
+    The re-blur is a box of ``h_size`` samples along the direction, whose neighbour step is
+    the difference of two samples ``h_size`` apart over ``h_size``: the blurred copy itself
+    is never made.
     """
     r = h_size // 2
     core = tiles[:, r:-r, r:-r]
-    soft = (
-        _box(tiles, h_size, 1)[:, :, r:-r],
-        _box(tiles, h_size, 2)[:, r:-r, :],
-        _diag_box(tiles, h_size, anti=False),
-        _diag_box(tiles, h_size, anti=True),
-    )
     energy = np.empty((4, tiles.shape[0]), dtype=np.float32)
     lost = np.empty_like(energy)
-    for d, b in enumerate(soft):
-        ds = _shift_diff(core, d)
+    for d in range(4):
+        ds = np.abs(np.subtract(*_step_pairs(core, d, 1)))
+        far, near = _step_pairs(tiles, d, h_size)
+        if d < 2:  # along rows (columns), only the core's columns (rows) are read
+            keep = (..., slice(r, -r)) if d == 0 else (..., slice(r, -r), slice(None))
+            far, near = far[keep], near[keep]
+        soft = np.abs(np.subtract(far, near))
+        soft *= np.float32(1.0 / h_size)
         energy[d] = ds.sum(axis=(1, 2))
-        lost[d] = np.maximum(ds - _shift_diff(b, d), 0.0).sum(axis=(1, 2))
+        np.subtract(ds, soft, out=soft)
+        lost[d] = np.maximum(soft, 0.0, out=soft).sum(axis=(1, 2))
     return energy, lost
 
 
