@@ -50,6 +50,7 @@ from agentiqa_cli.tools.detectors import (
     _detail,
     _sample,
     _tile_sums,
+    _top_clipped,
     jpeg_quality,
 )
 
@@ -66,6 +67,7 @@ BAND_FEATURES: tuple[str, ...] = (
     "flat_y0", "flat_y1", "flat_c0", "flat_c1",
     "luma_p1", "luma_p5", "luma_p50", "luma_p95", "luma_p99", "clipped", "black",
 )  # fmt: skip
+LUMA_PERCENTILES = (1, 5, 50, 95, 99)
 OCTAVES = 7  # global octave bands read (the finest, 2-4 px, to the coarsest, 128-256 px)
 OCTAVE_FEATURES: tuple[str, ...] = tuple(f"octave{k}" for k in range(OCTAVES - 1))
 # the floor added to a global band's mean energy (8-bit code values squared)
@@ -92,11 +94,16 @@ def _tiles(b: F32, t: int, ny: int, nx: int) -> F32:
 
 
 def _binomial(a: F32) -> F32:
-    """The 5-tap binomial low-pass (1 4 6 4 1)/16 along both axes (σ ≈ 1 px), by slicing:
+    """The 5-tap binomial low-pass (1 4 6 4 1)/16 along both axes (σ ≈ 1 px): four sums of
+    neighbouring pairs along each axis (the binomial is the pair (1 1) four times over),
     several times faster than a general Gaussian filter at this size."""
-    p = np.pad(a, 2, mode="symmetric")
-    r = (p[:, :-4] + p[:, 4:]) * 0.0625 + (p[:, 1:-3] + p[:, 3:-1]) * 0.25 + p[:, 2:-2] * 0.375
-    return (r[:-4] + r[4:]) * 0.0625 + (r[1:-3] + r[3:-1]) * 0.25 + r[2:-2] * 0.375
+    r = np.pad(a, 2, mode="symmetric")
+    for _ in range(4):
+        r = r[:-1] + r[1:]
+    for _ in range(4):
+        r = r[:, :-1] + r[:, 1:]
+    r *= np.float32(1.0 / 256.0)
+    return r
 
 
 def _pyramid(g: F32, levels: int) -> tuple[list[F32], list[F32]]:
@@ -237,9 +244,9 @@ def band_statistics(image: LoadedImage) -> dict[str, float]:
         for k in (0, 1):
             out[f"flat_c{k}"] = float(np.log2(np.median((cb[k] + cr[k])[flat_c]) + FLOOR))
         y = _sample(image) @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
-        for p in (1, 5, 50, 95, 99):
-            out[f"luma_p{p}"] = float(np.percentile(y, p))
-        out["clipped"] = float((_sample(image).max(axis=1) >= 254.5 / 255).mean())
+        for p, v in zip(LUMA_PERCENTILES, np.percentile(y, LUMA_PERCENTILES), strict=True):
+            out[f"luma_p{p}"] = float(v)
+        out["clipped"] = float(_top_clipped(image).mean())
         out["black"] = float((y <= 4.5 / 255).mean())
         return out
 

@@ -176,6 +176,18 @@ def _sample(image: LoadedImage) -> F32:
     return _cached(image, "det:sample", lambda: _grid(image).reshape(-1, 3))
 
 
+def _top_clipped(image: LoadedImage) -> NDArray[np.bool_]:
+    """Where a channel of the ``_grid`` pixel is at its top code (2-D)."""
+
+    def make() -> NDArray[np.bool_]:
+        rgb = _grid(image)
+        # the planes compared pairwise: several times faster than a max over the last axis
+        top = np.maximum(np.maximum(rgb[..., 0], rgb[..., 1]), rgb[..., 2])
+        return top >= CLIPPED
+
+    return _cached(image, "det:top", make)
+
+
 def _luma(rgb: F32) -> F32:
     return rgb @ _BT601
 
@@ -563,9 +575,9 @@ def noise(image: LoadedImage) -> float:
         # biased low by ~10%, a pattern's shifted difference is a fraction of its response
         patterned = best < PATTERN_DROP * plain
         sigs.append(np.where(patterned, best, plain).ravel() * scale)
-        src = g[1 : 1 + r.shape[0], 1 : 1 + r.shape[1]]
+        src = _alternate_tiles(g[1 : 1 + r.shape[0], 1 : 1 + r.shape[1]], grid, t)
         clipped = ((src <= 1.5 / 255) | (src >= 253.5 / 255)).astype(np.float32)
-        oks.append(_tile_totals(_alternate_tiles(clipped, grid, t)).ravel() <= 0.2 * t * t)
+        oks.append(_tile_totals(clipped).ravel() <= 0.2 * t * t)
     s, ok = np.concatenate(sigs), np.concatenate(oks)
     keep = s[ok] if ok.sum() >= 4 else s
     return float(np.percentile(keep, 20))
@@ -834,10 +846,9 @@ def overexposure(image: LoadedImage) -> float:
     stays low whatever its mean brightness. A white studio background reads high too: it
     is clipped by design, and a no-reference reading cannot tell.
     """
-    rgb = _grid(image)
-    top = rgb.max(axis=-1) >= CLIPPED
+    top = _top_clipped(image)
     clipped = float((top[:, 1:] & top[:, :-1]).mean()) if top.shape[1] > 1 else 0.0
-    lum = _luma(rgb)
+    lum = _luma(_grid(image))
     # squared: tones just above the knee (pale wood, mist) count little, near-white ones fully
     shoulder = float((np.clip((lum - NEAR_WHITE) / (1.0 - NEAR_WHITE), 0.0, 1.0) ** 2).mean())
     return clipped + 0.5 * shoulder
@@ -911,7 +922,7 @@ def _estimates(g: F32) -> NDArray[np.float64]:
         return np.zeros((3, 2))
     logs = _box3(np.log(np.maximum(g, np.float32(1.0 / 255))))
     gy, gx = np.gradient(logs, axis=(0, 1))
-    contrast = np.hypot(gx, gy)  # h × w × 3: each channel's local log contrast
+    contrast = np.sqrt(gx * gx + gy * gy)  # h × w × 3: each channel's local log contrast
     c = [contrast[..., i] for i in range(3)]
     mean_c = (c[0] + c[1] + c[2]) / np.float32(3.0)
     structured = unclipped & (mean_c > 0.02)
@@ -922,19 +933,26 @@ def _estimates(g: F32) -> NDArray[np.float64]:
         # be told
         return np.zeros((3, 2))
 
-    grad = np.hypot(np.abs(np.diff(g, axis=1))[:-1], np.abs(np.diff(g, axis=0))[:, :-1])
+    # (numpy's hypot is several times slower than the root of the squares, and nothing here
+    # comes near an overflow)
+    grad = np.sqrt(np.square(g[:-1, 1:] - g[:-1, :-1]) + np.square(g[1:, :-1] - g[:-1, :-1]))
     ok = unclipped[:-1, :-1] & unclipped[1:, :-1] & unclipped[:-1, 1:]
-    edges = grad[ok].mean(axis=0) if int(ok.sum()) >= 64 else grad.reshape(-1, 3).mean(axis=0)
+    if int(ok.sum()) < 64:
+        ok[...] = True
+    edges = np.array([grad[..., i][ok].mean() for i in range(3)])
     # how far a pixel's local contrast differs between its channels (0: achromatic)
     m = mean_c[structured]
     spread = np.sqrt(sum((ch[structured] - m) ** 2 for ch in c) / np.float32(3.0))
     greyness = spread / m
     k = max(16, int(GREY_PIXEL_SHARE * greyness.size))
-    grey = g[structured][np.argpartition(greyness, k - 1)[:k]].mean(axis=0)
-    pix = g[unclipped]
-    luma = _luma(pix)
+    # the pixels picked are gathered by their flat index, not by copying every candidate
+    rows = g.reshape(-1, 3)
+    where = np.flatnonzero(structured)
+    grey = rows[where[np.argpartition(greyness, k - 1)[:k]]].mean(axis=0)
+    where = np.flatnonzero(unclipped)
+    luma = _luma(g)[unclipped]
     k = max(16, int(HIGHLIGHT_SHARE * luma.size))
-    light = pix[np.argpartition(luma, luma.size - k)[-k:]].mean(axis=0)
+    light = rows[where[np.argpartition(luma, luma.size - k)[-k:]]].mean(axis=0)
     return np.stack([_log_chroma(edges), _log_chroma(grey), _log_chroma(light)])
 
 
