@@ -62,12 +62,12 @@ LEVELS = 5  # octave bands read, the finest (about 0.25-0.5 cycles/px) first
 FLOOR = 0.25
 
 DETECTOR_FEATURES: tuple[str, ...] = SIGNALS
+LUMA_PERCENTILES = (1, 5, 50, 95, 99)
 BAND_FEATURES: tuple[str, ...] = (
     "fine0_p90", "fine1_p90", "fine2_p90", "fine0_p50", "fine1_p50", "fine2_p50",
     "flat_y0", "flat_y1", "flat_c0", "flat_c1",
-    "luma_p1", "luma_p5", "luma_p50", "luma_p95", "luma_p99", "clipped", "black",
+    *(f"luma_p{p}" for p in LUMA_PERCENTILES), "clipped", "black",
 )  # fmt: skip
-LUMA_PERCENTILES = (1, 5, 50, 95, 99)
 OCTAVES = 7  # global octave bands read (the finest, 2-4 px, to the coarsest, 128-256 px)
 OCTAVE_FEATURES: tuple[str, ...] = tuple(f"octave{k}" for k in range(OCTAVES - 1))
 # the floor added to a global band's mean energy (8-bit code values squared)

@@ -176,18 +176,6 @@ def _sample(image: LoadedImage) -> F32:
     return _cached(image, "det:sample", lambda: _grid(image).reshape(-1, 3))
 
 
-def _top_clipped(image: LoadedImage) -> NDArray[np.bool_]:
-    """Where a channel of the ``_grid`` pixel is at its top code (2-D)."""
-
-    def make() -> NDArray[np.bool_]:
-        rgb = _grid(image)
-        # the planes compared pairwise: several times faster than a max over the last axis
-        top = np.maximum(np.maximum(rgb[..., 0], rgb[..., 1]), rgb[..., 2])
-        return top >= CLIPPED
-
-    return _cached(image, "det:top", make)
-
-
 def _luma(rgb: F32) -> F32:
     return rgb @ _BT601
 
@@ -830,6 +818,18 @@ def underexposure(image: LoadedImage) -> float:
 
 CLIPPED = 254.5 / 255  # a channel at its top code: no detail left above it
 NEAR_WHITE = 0.75  # where the highlight shoulder starts
+
+
+def _top_clipped(image: LoadedImage) -> NDArray[np.bool_]:
+    """Where a channel of the ``_grid`` pixel is at its top code (2-D)."""
+
+    def make() -> NDArray[np.bool_]:
+        rgb = _grid(image)
+        # the planes compared pairwise: several times faster than a max over the last axis
+        top = np.maximum(np.maximum(rgb[..., 0], rgb[..., 1]), rgb[..., 2])
+        return top >= CLIPPED
+
+    return _cached(image, "det:top", make)
 
 
 def overexposure(image: LoadedImage) -> float:
