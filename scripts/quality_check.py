@@ -14,6 +14,10 @@ The colour kinds (default color_cast, posterize) are measured apart from --kinds
 row each (level 4-5 images where ``assess`` names a colour distortion, moderate or worse, or
 scores below 3.5) and their per-kind SRCC, outside the default goals' means.
 
+--series picks the realset's series (default lossless,camera,size,renders): ``renders`` draws
+clean charts, text pages and dashboards on white and dark backgrounds (bench.renders) and
+reports how many ``assess`` judges clean and the gate passes.
+
 --synthetic: the earlier check of the default no-reference score on synthetic distortions.
 
 The fused score is the configured default fusion (min) of the normalized (1-5) scores of
@@ -54,6 +58,7 @@ from agentiqa_cli.bench.camera import size_series
 from agentiqa_cli.bench.goals import goals, judged_clean, passes_gate, recall_goals
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.realset import load_records
+from agentiqa_cli.bench.renders import BACKGROUNDS, JPEG_QUALITY, generate_renders
 from agentiqa_cli.bench.runs import Bench
 from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, sample_photos
 from agentiqa_cli.bench.synth_eval import MODERATE_OR_WORSE, SynthRow, evaluate_synth, load_manifest
@@ -270,9 +275,10 @@ def realset_main(argv: list[str]) -> int:
     )
     ap.add_argument(
         "--series",
-        default="lossless,camera,size",
+        default="lossless,camera,size,renders",
         help="which series to measure: lossless (PNG), camera (damage, then a camera JPEG), "
-        "size (camera clean and level 3 at 1/2x, 1x, 2x)",
+        "size (camera clean and level 3 at 1/2x, 1x, 2x), renders (clean charts, pages and "
+        "dashboards)",
     )
     args = ap.parse_args(argv)
     series = {s for s in args.series.split(",") if s}
@@ -284,6 +290,8 @@ def realset_main(argv: list[str]) -> int:
         camera_main(args.realset, _code_digest())
     if "size" in series:
         size_main(args.realset, _code_digest())
+    if "renders" in series:
+        renders_main(args.realset, _code_digest())
     if "lossless" not in series:
         return 0
     try:
@@ -569,6 +577,44 @@ def size_main(realset: Path, digest: str) -> None:
         print(f"{name:42s} {v:8.3f} {t:8.2f}  {'yes' if (v >= t if up else v <= t) else 'NO'}")
     for f, ds in sorted(by_factor.items()):
         print(f"  at {f:g}x: mean |delta| {np.mean(ds):.3f}, worst {max(ds):.2f}")
+
+
+def renders_main(realset: Path, digest: str) -> None:
+    """Clean renders (bench.renders): how many ``assess`` judges clean and the gate passes,
+    on each background and in all; every render judged damaged, with its findings."""
+    items = generate_renders(realset / "renders")
+    cache = realset / "quality"
+
+    async def run_all() -> tuple[list[Result], list[Result]]:
+        paths = [it.path for it in items]
+        return (
+            await _run_method("assess", paths, cache, digest),
+            await _run_method("gate", paths, cache, digest),
+        )
+
+    judged, gated = asyncio.run(run_all())
+    print(
+        f"\n== renders: {len(items)} clean charts, text pages and dashboards (PNG and JPEG "
+        f"q{JPEG_QUALITY}), white and dark backgrounds"
+    )
+    print(f"{'renders goal':42s} {'value':>8s} {'target':>8s}  met")
+    for label, keep in [(b, b) for b in BACKGROUNDS] + [("all", None)]:
+        sel = [i for i, it in enumerate(items) if keep in (None, it.background)]
+        clean = [judged_clean(judged[i]) for i in sel]
+        passed = [passes_gate(gated[i]) for i in sel]
+        for name, flags, target in (
+            (f"renders judged clean: {label}", clean, 0.97),
+            (f"gate (min, 3) passes renders: {label}", passed, 0.95),
+        ):
+            ok = [f for f in flags if f is not None]
+            v = sum(ok) / max(1, len(ok))
+            print(f"{name:42s} {v:8.3f} {target:8.2f}  {'yes' if v >= target else 'NO'}")
+    for it, r in zip(items, judged, strict=True):
+        if judged_clean(r) is False:
+            fs = "; ".join(
+                f"{f.category}:{f.severity}" for f in r.distortions if f.severity != "none"
+            )
+            print(f"  render judged damaged: {it.path.name} {r.score or 0:.2f} {fs}")
 
 
 def main() -> int:
