@@ -5,9 +5,10 @@ drawn images instead: plots, documents, screenshots, most of them on a white bac
 ``generate_renders`` draws such images (matplotlib, the [plot] extra that ``make setup``
 installs, for the charts; Pillow for the pages and dashboards), each saved as a PNG and as
 a JPEG at q90, on a white and on a dark background; only the quality check and the tests
-import this module. They are clean by construction, so ``scripts/quality_check.py --series renders``
-reports how many of them ``assess`` judges clean and the gate passes. They are measured,
-never fitted on: a fit set of renders would be drawn with another ``seed``.
+import this module. They are clean by construction, so ``scripts/quality_check.py
+--series renders`` reports how many of them ``assess`` judges clean and the gate passes.
+They are measured, never fitted on: a fit set of renders would be drawn with another
+``seed``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image, ImageDraw, ImageFont
 
+from agentiqa_cli.io.guard import write_whole
+
 BACKGROUNDS = ("white", "dark")
 JPEG_QUALITY = 90
+JPEG_OPTIONS = {"format": "JPEG", "quality": JPEG_QUALITY}
 WORDS = (
     "the", "of", "quality", "image", "batch", "score", "level", "assess", "tool", "card",
     "report", "frame", "pixel", "light", "colour", "noise", "blur", "detail", "camera",
@@ -116,7 +120,9 @@ def generate_renders(out_dir: Path, seed: int = 0) -> list[Render]:
             if not (png.exists() and jpeg.exists()):
                 rng = np.random.default_rng([seed, i, BACKGROUNDS.index(background)])
                 image = draw(background == "dark", rng)
-                image.save(png)
-                image.save(jpeg, quality=JPEG_QUALITY)
+                for path, options in ((png, {"format": "PNG"}), (jpeg, JPEG_OPTIONS)):
+                    data = io.BytesIO()
+                    image.save(data, **options)
+                    write_whole(path, data.getvalue())  # renamed into place once complete
             items += [Render(png, kind, background, "png"), Render(jpeg, kind, background, "jpeg")]
     return items
