@@ -670,14 +670,14 @@ def test_the_tiles_blur_effect_equals_an_explicit_box_re_blur() -> None:
     h, r, n = 11, 5, 42 - 10
     diag = np.eye(h) / h
     kernels = (np.ones((h, 1)) / h, np.ones((1, h)) / h, diag, diag[::-1])
+    # each direction's neighbour pairs: rows, columns, diagonal, anti-diagonal
+    pairs = ((np.s_[1:, :], np.s_[:-1, :]), (np.s_[:, 1:], np.s_[:, :-1]),
+             (np.s_[1:, 1:], np.s_[:-1, :-1]), (np.s_[1:, :-1], np.s_[:-1, 1:]))  # fmt: skip
     energy, lost = blur_effect_tiles(tiles, h)
-    for d, kernel in enumerate(kernels):
+    for d, (kernel, (a, b)) in enumerate(zip(kernels, pairs, strict=True)):
         for i, tile in enumerate(tiles.astype(np.float64)):
             soft = ndimage.correlate(tile, kernel, mode="constant")[r:-r, r:-r]
             core = tile[r:-r, r:-r]
-            pairs = {0: (np.s_[1:, :], np.s_[:-1, :]), 1: (np.s_[:, 1:], np.s_[:, :-1]),
-                     2: (np.s_[1:, 1:], np.s_[:-1, :-1]), 3: (np.s_[1:, :-1], np.s_[:-1, 1:])}  # fmt: skip
-            a, b = pairs[d]
             step, soft_step = np.abs(core[a] - core[b]), np.abs(soft[a] - soft[b])
             assert soft.shape == (n, n)
             assert energy[d, i] == pytest.approx(step.sum(), rel=1e-5)
