@@ -11,10 +11,14 @@ from PIL import Image
 from agentiqa_cli.bench.camera import (
     CAMERA_KINDS,
     CAMERA_QUALITY,
+    DEFAULT_RECIPE,
+    HELD_OUT_RECIPE,
+    Recipe,
     _linear,
     camera_damage,
     generate_camera,
     shake_kernel,
+    walk_kernel,
 )
 from agentiqa_cli.bench.synth import read_manifest, sample_photos
 from agentiqa_cli.imaging.distort import item_rng
@@ -41,9 +45,15 @@ def test_every_kind_keeps_shape_and_range(photo: np.ndarray) -> None:
         assert y.min() >= 0.0 and y.max() <= 1.0, kind
 
 
-def test_levels_order_as_a_photographer_would(photo: np.ndarray) -> None:
+RECIPES = [DEFAULT_RECIPE, HELD_OUT_RECIPE]
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=["default", "held-out"])
+def test_levels_order_as_a_photographer_would(photo: np.ndarray, recipe: Recipe) -> None:
     def series(kind: str) -> list[np.ndarray]:
-        return [camera_damage(photo, kind, lv, item_rng(0, "p", kind)) for lv in range(1, 6)]
+        return [
+            camera_damage(photo, kind, lv, item_rng(0, "p", kind), recipe) for lv in range(1, 6)
+        ]
 
     for kind in ("defocus", "shake", "resolution"):
         hf = [_hf(y) for y in series(kind)]
@@ -68,6 +78,67 @@ def test_sensor_noise_grows_with_the_signal() -> None:
     assert 0.6 * lin[0] / lin[1] < ratio < 1.4 * lin[0] / lin[1]
     # chroma noise: the channels are drawn apart, not one grey noise
     assert np.corrcoef(bright[..., 0].ravel(), bright[..., 2].ravel())[0, 1] < 0.5
+
+
+def test_the_held_out_recipe_changes_how_the_damage_is_made_not_how_much(
+    photo: np.ndarray,
+) -> None:
+    for kind in ("defocus", "shake", "sensor_noise", "resolution", "overexpose", "underexpose"):
+        a = camera_damage(photo, kind, 3, item_rng(0, "p", kind))
+        b = camera_damage(photo, kind, 3, item_rng(0, "p", kind), HELD_OUT_RECIPE)
+        assert not np.allclose(a, b), kind
+        # the same amount of damage: detail lost, noise or light changed within a factor of 1.6
+        if kind == "sensor_noise":
+            ratio = float(np.std(b - photo) / np.std(a - photo))
+        elif kind.endswith("expose"):
+            ratio = float((b - photo).mean() / (a - photo).mean())
+        else:
+            ratio = (_hf(photo) - _hf(b)) / (_hf(photo) - _hf(a))
+        assert 1 / 1.6 < ratio < 1.6, (kind, ratio)
+    # flat noise: as strong in the shadows as in the highlights (shot noise grows with signal)
+    steps = np.concatenate(
+        [np.full((64, 64, 3), 0.2, np.float32), np.full((64, 64, 3), 0.8, np.float32)], axis=1
+    )
+    for recipe, flat in ((DEFAULT_RECIPE, False), (HELD_OUT_RECIPE, True)):
+        y = camera_damage(steps, "sensor_noise", 3, item_rng(0, "s", "n"), recipe) - steps
+        spread = float(y[:, 64:].std() / y[:, :64].std())
+        assert (0.8 < spread < 1.25) == flat, (recipe, spread)
+
+
+def test_walk_kernel_spans_its_length_and_wanders() -> None:
+    for i in range(6):
+        k = walk_kernel(22, np.random.default_rng(i))
+        lit = np.argwhere(k > 0)
+        assert k.sum() == pytest.approx(1.0, abs=1e-5)
+        assert 20 <= float(np.hypot(*np.ptp(lit, axis=0))) <= 24
+        assert float(np.abs(k - k[::-1, ::-1]).sum()) > 0.5  # not a straight line
+
+
+def test_dwell_piles_the_light_up_along_the_same_path() -> None:
+    ratios = []
+    for i in range(6):
+        even = shake_kernel(22, np.random.default_rng(i))
+        uneven = shake_kernel(22, np.random.default_rng(i), dwell=0.8)
+        assert even.shape == uneven.shape
+        assert ((even > 1e-6) ^ (uneven > 1e-6)).sum() <= 2  # the same path
+        # the light no longer spreads evenly along it: its brightest pixels hold more of it
+        top = [np.sort(k.ravel())[-10:].sum() for k in (even, uneven)]
+        ratios.append(top[1] / top[0])
+    assert min(ratios) > 1.05 and np.mean(ratios) > 1.2
+
+
+def test_held_out_recipe_saves_q92_without_chroma_subsampling(tmp_path: Path) -> None:
+    from PIL import JpegImagePlugin
+
+    (clean,) = sample_photos(tmp_path / "clean", 64, ["coffee"])
+    items = generate_camera([clean], tmp_path / "o", ["shake"], [2], recipe=HELD_OUT_RECIPE)
+    assert items[0].path.name == "coffee__clean_q92.jpg"
+    for it in items:
+        with Image.open(it.path) as im:
+            assert JpegImagePlugin.get_sampling(im) == 0  # 4:4:4
+    (plain,) = generate_camera([clean], tmp_path / "p", ["shake"], [2])[:1]
+    with Image.open(plain.path) as im:
+        assert JpegImagePlugin.get_sampling(im) == 2  # the codec's 4:2:0
 
 
 def test_shake_kernel_any_direction_and_curved() -> None:

@@ -111,6 +111,19 @@ def test_build_writes_clean_manifest_and_series_once(tmp_path: Path) -> None:
     assert len(calls) == 2
 
 
+def test_the_held_out_recipe_series_is_built_for_held_out_photos_only(tmp_path: Path) -> None:
+    build(_spec(), tmp_path / "held", _fake_runner([]))
+    camera = read_manifest(tmp_path / "held" / "camera" / "manifest.csv")
+    other = read_manifest(tmp_path / "held" / "camera_other" / "manifest.csv")
+    assert {it.clean.name for it in camera} == {"a.png"}  # the unfitted photo
+    assert [(o.kind, o.level) for o in other] == [(c.kind, c.level) for c in camera]
+    assert other[0].path.name == "a__clean_q92.jpg"  # HELD_OUT_RECIPE's save
+    fit = _spec().model_copy(update={"camera_photos": "fitted"})
+    build(fit, tmp_path / "fit", _fake_runner([]))
+    assert (tmp_path / "fit" / "camera" / "manifest.csv").exists()
+    assert not (tmp_path / "fit" / "camera_other").exists()  # never trained on
+
+
 def test_unreachable_archive_is_a_clear_error(tmp_path: Path) -> None:
     def run(cmd: Sequence[str], cwd: Path) -> None:
         raise ConfigError("apt-get download pkg-a failed (100): Could not resolve host")

@@ -13,12 +13,20 @@ photographer would order them (level 1 visible at 100 %, level 5 a photo nobody 
 ``CAMERA_LEVELS`` holds the parameters so reports can quote them. The randomness (shake
 path, noise pattern, upscaling filter, JPEG quality) comes from ``synth.item_rng``, so one
 item's bytes depend on its photo, kind and level only.
+
+A ``Recipe`` says how the damage is made. The series the camera model is trained and
+measured on use the default; ``HELD_OUT_RECIPE`` makes the same damage as no training series
+makes it (blurs on the sRGB values, a hand's tremor, noise of one spread at every tone, gains
+on the sRGB values, nearest-neighbour reductions, q92 4:4:4 saves), so ``make quality`` can
+measure how the judgement reads a pipeline it never saw (``--series camera-other``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from PIL import Image
@@ -28,7 +36,40 @@ from agentiqa_cli.bench.synth import SynthItem, _read_rgb, write_manifest
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imaging.distort import Array, _codec, _from_u8, _to_u8, item_rng
 
-CameraKind = Callable[[Array, int, np.random.Generator], Array]
+Resampling = Image.Resampling
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How each damage is made; the default is the camera series' own."""
+
+    # a smooth path (straight or curved, bench.camera.shake_kernel) or a hand's tremor (a
+    # random walk that dwells, walk_kernel); both span the level's length
+    shake: Literal["path", "walk"] = "path"
+    dwell: float = 0.0  # a path's uneven speed (the spread of its log-time per sample)
+    spread_in: Literal["linear", "srgb"] = "linear"  # where a blur spreads the light
+    noise: Literal["shot", "flat"] = "shot"  # flat: one spread at every tone, on sRGB values
+    exposure: Literal["linear", "srgb"] = "linear"  # srgb: the pixel values times gain^(1/2.2)
+    downscale: Resampling = Resampling.BOX  # a resolution loss's reduction
+    upscale: tuple[Resampling, ...] = (Resampling.BICUBIC, Resampling.BILINEAR)  # one drawn
+    subsampling: int | None = None  # of every JPEG save (0: 4:4:4; None: the codec's 4:2:0)
+    quality: tuple[int, int] | None = None  # the camera's save (None: CAMERA_QUALITY)
+
+
+DEFAULT_RECIPE = Recipe()
+# every choice unlike the default's: how the judgement reads a pipeline it was never fitted on
+HELD_OUT_RECIPE = Recipe(
+    shake="walk",
+    spread_in="srgb",
+    noise="flat",
+    exposure="srgb",
+    downscale=Resampling.NEAREST,
+    upscale=(Resampling.BILINEAR,),
+    subsampling=0,
+    quality=(92, 92),
+)
+
+CameraKind = Callable[[Array, int, np.random.Generator, Recipe], Array]
 
 CAMERA_QUALITY = (80, 95)  # the camera's own JPEG save, drawn per item
 CLEAN_Q75 = 75
@@ -77,18 +118,34 @@ def _convolve(lin: Array, k: Array) -> Array:
     return out.astype(np.float32)
 
 
-def defocus(x: Array, level: int, rng: np.random.Generator) -> Array:
+def defocus(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Array:
     r = _param("defocus", level)
     n = int(np.ceil(r)) + 1
     yy, xx = np.mgrid[-n : n + 1, -n : n + 1]
     # a disc with an antialiased rim (the out-of-focus point spread of a round aperture)
     k = np.clip(r + 0.5 - np.hypot(yy, xx), 0.0, 1.0).astype(np.float32)
-    return _srgb(_convolve(_linear(x), k / k.sum()))
+    return _spread(x, k / k.sum(), recipe)
 
 
-def shake_kernel(length: float, rng: np.random.Generator) -> Array:
+def _spread(x: Array, k: Array, recipe: Recipe) -> Array:
+    """A blur by the point spread ``k``, in linear light (as a lens spreads it) or, as simple
+    editors blur, on the sRGB values."""
+    if recipe.spread_in == "srgb":
+        return _convolve(x, k)
+    return _srgb(_convolve(_linear(x), k))
+
+
+def _dwell(m: int, spread: float, rng: np.random.Generator) -> Array:
+    """How long the hand stays at each of ``m`` samples along its path: a slowly varying
+    log-normal (a hand slows and speeds up), ``spread`` the log-time's spread."""
+    w = max(2, m // 8)
+    return np.exp(spread * np.convolve(rng.normal(0.0, 1.0, m), np.ones(w) / np.sqrt(w), "same"))
+
+
+def shake_kernel(length: float, rng: np.random.Generator, dwell: float = 0.0) -> Array:
     """A camera-shake point spread: a straight line in any direction, or (every other draw) a
-    short curved path whose heading turns smoothly, sampled densely and drawn antialiased."""
+    short curved path whose heading turns smoothly, sampled densely and drawn antialiased.
+    ``dwell`` > 0: the hand moves unevenly, and the light piles up where it slows."""
     angle = rng.uniform(0.0, 2 * np.pi)
     curved = rng.random() < 0.5
     turn = rng.normal(0.0, 1.6) if curved else 0.0  # total turn over the path, radians
@@ -101,18 +158,39 @@ def shake_kernel(length: float, rng: np.random.Generator) -> Array:
     py -= (py.max() + py.min()) / 2
     n = int(np.ceil(max(np.abs(px).max(), np.abs(py).max()))) + 2
     k = np.zeros((2 * n + 1, 2 * n + 1), dtype=np.float32)
-    for cx, cy in zip(px + n, py + n, strict=True):  # bilinear splat of each path sample
+    stay = _dwell(len(t), dwell, rng) if dwell > 0 else np.ones(len(t))
+    for cx, cy, w in zip(px + n, py + n, stay, strict=True):  # bilinear splat of each sample
         x0, y0 = int(np.floor(cx)), int(np.floor(cy))
         fx, fy = cx - x0, cy - y0
-        k[y0, x0] += (1 - fx) * (1 - fy)
-        k[y0, x0 + 1] += fx * (1 - fy)
-        k[y0 + 1, x0] += (1 - fx) * fy
-        k[y0 + 1, x0 + 1] += fx * fy
+        k[y0, x0] += w * (1 - fx) * (1 - fy)
+        k[y0, x0 + 1] += w * fx * (1 - fy)
+        k[y0 + 1, x0] += w * (1 - fx) * fy
+        k[y0 + 1, x0 + 1] += w * fx * fy
     return k / k.sum()
 
 
-def shake(x: Array, level: int, rng: np.random.Generator) -> Array:
-    return _srgb(_convolve(_linear(x), shake_kernel(_param("shake", level), rng)))
+def walk_kernel(length: float, rng: np.random.Generator) -> Array:
+    """A hand's tremor: a random walk whose heading wanders and whose speed changes (the
+    light piles up where the hand slows), scaled so its ends span ``length`` px; each sample
+    lands on its nearest pixel."""
+    m = max(16, int(length * 4))
+    heading = rng.uniform(0.0, 2 * np.pi) + np.cumsum(rng.normal(0.0, 0.12, m))
+    speed = _dwell(m, 0.6, rng)  # a log-normal: its inverse, the time per step, is one too
+    px, py = np.cumsum(np.cos(heading) * speed), np.cumsum(np.sin(heading) * speed)
+    scale = length / max(float(np.hypot(np.ptp(px), np.ptp(py))), 1e-6)
+    px = (px - (px.max() + px.min()) / 2) * scale
+    py = (py - (py.max() + py.min()) / 2) * scale
+    n = int(np.ceil(max(np.abs(px).max(), np.abs(py).max()))) + 1
+    k = np.zeros((2 * n + 1, 2 * n + 1), dtype=np.float32)
+    np.add.at(k, (np.round(py).astype(int) + n, np.round(px).astype(int) + n), 1.0)
+    return k / k.sum()
+
+
+def shake(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Array:
+    length = _param("shake", level)
+    if recipe.shake == "walk":
+        return _spread(x, walk_kernel(length, rng), recipe)
+    return _spread(x, shake_kernel(length, rng, recipe.dwell), recipe)
 
 
 def _sensor(lin: Array, a: float, rng: np.random.Generator) -> Array:
@@ -125,41 +203,67 @@ def _sensor(lin: Array, a: float, rng: np.random.Generator) -> Array:
     return lin + np.sqrt(var) * z
 
 
-def sensor_noise(x: Array, level: int, rng: np.random.Generator) -> Array:
-    return _srgb(_sensor(_linear(x), _param("sensor_noise", level), rng))
+def _flat_noise(x: Array, a: float, rng: np.random.Generator) -> Array:
+    """Noise of one spread at every tone, on the sRGB values: a grey grain and a blotchy
+    (1 px) chroma noise, as large as shot noise of strength ``a`` at a mid-grey."""
+    grey = rng.standard_normal(x.shape[:2]).astype(np.float32)[..., None]
+    chroma = ndimage.gaussian_filter(rng.standard_normal(x.shape).astype(np.float32), (1, 1, 0))
+    chroma /= max(float(chroma.std()), 1e-6)
+    return x + 1.1 * np.sqrt(0.2 * a) * (0.8 * grey + 0.6 * chroma)
 
 
-def overexpose(x: Array, level: int, rng: np.random.Generator) -> Array:
-    return _srgb(_linear(x) * _param("overexpose", level))
+def sensor_noise(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Array:
+    a = _param("sensor_noise", level)
+    if recipe.noise == "flat":
+        return _flat_noise(x, a, rng)
+    return _srgb(_sensor(_linear(x), a, rng))
 
 
-def underexpose(x: Array, level: int, rng: np.random.Generator) -> Array:
-    return _srgb(_linear(x) * _param("underexpose", level))
+def _expose(x: Array, gain: float, recipe: Recipe) -> Array:
+    if recipe.exposure == "srgb":
+        return x * gain ** (1 / 2.2)
+    return _srgb(_linear(x) * gain)
 
 
-def low_light(x: Array, level: int, rng: np.random.Generator) -> Array:
+def overexpose(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Array:
+    return _expose(x, _param("overexpose", level), recipe)
+
+
+def underexpose(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Array:
+    return _expose(x, _param("underexpose", level), recipe)
+
+
+def low_light(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Array:
     """Too little light: the sensor sees ``light`` of the scene with its shot and read noise
     (at a base ISO's noise), then the camera gains it back part of the way (auto ISO tops out),
     so the photo ends both darker and noisier."""
     light = _param("low_light", level)
-    lin = _sensor(_linear(x) * light, 0.00025, rng)
     gain = (1.0 / light) ** 0.7
+    if recipe.noise == "flat":
+        dark = _flat_noise(_expose(x, light, recipe), 0.00025, rng)
+        return _expose(dark, gain, recipe)
+    lin = _sensor(_linear(x) * light, 0.00025, rng)
     return _srgb(lin * gain)
 
 
-def resolution(x: Array, level: int, rng: np.random.Generator) -> Array:
-    """Resolution loss: downscaled (area average) by the level's factor, then upscaled back
-    with bicubic or bilinear (drawn), as a small image blown up to full size."""
+def resolution(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Array:
+    """Resolution loss: downscaled (area average by default) by the level's factor, then
+    upscaled back with one of the recipe's filters (drawn: bicubic or bilinear by default), as
+    a small image blown up to full size."""
     f = _param("resolution", level)
     h, w = x.shape[:2]
     im = Image.fromarray(_to_u8(x))
-    small = im.resize((max(8, round(w / f)), max(8, round(h / f))), Image.Resampling.BOX)
-    up = Image.Resampling.BICUBIC if rng.random() < 0.5 else Image.Resampling.BILINEAR
+    small = im.resize((max(8, round(w / f)), max(8, round(h / f))), recipe.downscale)
+    up = recipe.upscale[int(rng.random() * len(recipe.upscale))]
     return _from_u8(np.asarray(small.resize((w, h), up)))
 
 
-def low_jpeg(x: Array, level: int, rng: np.random.Generator) -> Array:
-    return _codec(x, format="JPEG", quality=int(_param("low_jpeg", level)))
+def _chroma(recipe: Recipe) -> dict[str, int]:
+    return {} if recipe.subsampling is None else {"subsampling": recipe.subsampling}
+
+
+def low_jpeg(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Array:
+    return _codec(x, format="JPEG", quality=int(_param("low_jpeg", level)), **_chroma(recipe))
 
 
 SIMPLE: dict[str, CameraKind] = {
@@ -175,20 +279,23 @@ SIMPLE: dict[str, CameraKind] = {
 CAMERA_KINDS: tuple[str, ...] = (*SIMPLE, *COMPOUNDS)
 
 
-def camera_damage(x: Array, kind: str, level: int, rng: np.random.Generator) -> Array:
+def camera_damage(
+    x: Array, kind: str, level: int, rng: np.random.Generator, recipe: Recipe = DEFAULT_RECIPE
+) -> Array:
     """The damage of ``kind`` at ``level`` (before the camera's save), clipped to [0, 1]."""
     if kind in SIMPLE:
-        y = SIMPLE[kind](x, level, rng)
+        y = SIMPLE[kind](x, level, rng, recipe)
     elif kind in COMPOUNDS:
         first, second = COMPOUNDS[kind]
-        y = SIMPLE[second](np.clip(SIMPLE[first](x, level, rng), 0.0, 1.0), level, rng)
+        part = np.clip(SIMPLE[first](x, level, rng, recipe), 0.0, 1.0)
+        y = SIMPLE[second](part, level, rng, recipe)
     else:
         raise ValueError(f"unknown camera kind {kind!r}; known: {', '.join(CAMERA_KINDS)}")
     return np.clip(y, 0.0, 1.0).astype(np.float32)
 
 
-def camera_quality(rng: np.random.Generator) -> int:
-    lo, hi = CAMERA_QUALITY
+def camera_quality(rng: np.random.Generator, recipe: Recipe = DEFAULT_RECIPE) -> int:
+    lo, hi = recipe.quality or CAMERA_QUALITY
     return int(rng.integers(lo, hi + 1))
 
 
@@ -200,8 +307,8 @@ def check_camera_kinds(kinds: Iterable[str]) -> list[str]:
     return out
 
 
-def _save_jpeg(x: Array, path: Path, quality: int) -> None:
-    Image.fromarray(_to_u8(x)).save(path, format="JPEG", quality=quality)
+def _save_jpeg(x: Array, path: Path, quality: int, recipe: Recipe) -> None:
+    Image.fromarray(_to_u8(x)).save(path, format="JPEG", quality=quality, **_chroma(recipe))
 
 
 def generate_camera(
@@ -210,11 +317,12 @@ def generate_camera(
     kinds: Iterable[str] | None = None,
     levels: Iterable[int] = (1, 2, 3, 4, 5),
     seed: int = 0,
+    recipe: Recipe = DEFAULT_RECIPE,
 ) -> list[SynthItem]:
     """Write every (clean photo, kind, level) as a camera JPEG in ``out_dir``, the clean photo
     itself as two camera JPEGs (``clean`` at q80-95, level 0; ``clean_q75``, level 0), and
     ``manifest.csv`` (the format of ``synth.generate``'s; the reference is the lossless
-    original)."""
+    original). Every damage and save is made by ``recipe``."""
     kind_list = list(CAMERA_KINDS) if kinds is None else check_camera_kinds(kinds)
     level_list = sorted(set(levels))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -223,20 +331,21 @@ def generate_camera(
         clean = Path(clean)
         stem = clean.stem
         x = _read_rgb(clean)
-        q = camera_quality(item_rng(seed, stem, "clean"))
+        q = camera_quality(item_rng(seed, stem, "clean"), recipe)
         path = out_dir / f"{stem}__clean_q{q}.jpg"
-        _save_jpeg(x, path, q)
+        _save_jpeg(x, path, q, recipe)
         items.append(SynthItem(path, clean, "clean", 0))
         path = out_dir / f"{stem}__clean_q{CLEAN_Q75}.jpg"
-        _save_jpeg(x, path, CLEAN_Q75)
+        _save_jpeg(x, path, CLEAN_Q75, recipe)
         items.append(SynthItem(path, clean, "clean_q75", 0))
         for kind in kind_list:
             for level in level_list:
                 # the levels of one photo share the damage's draw (the same shake path and
                 # noise pattern, stronger); the camera's quality is drawn per item
-                y = camera_damage(x, kind, level, item_rng(seed, stem, kind))
+                y = camera_damage(x, kind, level, item_rng(seed, stem, kind), recipe)
                 path = out_dir / f"{stem}__{kind}_{level}.jpg"
-                _save_jpeg(y, path, camera_quality(item_rng(seed, stem, f"{kind}/{level}")))
+                q = camera_quality(item_rng(seed, stem, f"{kind}/{level}"), recipe)
+                _save_jpeg(y, path, q, recipe)
                 items.append(SynthItem(path, clean, kind, level))
     write_manifest(items, out_dir / "manifest.csv")
     return items
