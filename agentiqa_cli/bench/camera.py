@@ -46,7 +46,6 @@ class Recipe:
     # a smooth path (straight or curved, bench.camera.shake_kernel) or a hand's tremor (a
     # random walk that dwells, walk_kernel); both span the level's length
     shake: Literal["path", "walk"] = "path"
-    dwell: float = 0.0  # a path's uneven speed (the spread of its log-time per sample)
     spread_in: Literal["linear", "srgb"] = "linear"  # where a blur spreads the light
     noise: Literal["shot", "flat"] = "shot"  # flat: one spread at every tone, on sRGB values
     exposure: Literal["linear", "srgb"] = "linear"  # srgb: the pixel values times gain^(1/2.2)
@@ -135,17 +134,9 @@ def _spread(x: Array, k: Array, recipe: Recipe) -> Array:
     return _srgb(_convolve(_linear(x), k))
 
 
-def _dwell(m: int, spread: float, rng: np.random.Generator) -> Array:
-    """How long the hand stays at each of ``m`` samples along its path: a slowly varying
-    log-normal (a hand slows and speeds up), ``spread`` the log-time's spread."""
-    w = max(2, m // 8)
-    return np.exp(spread * np.convolve(rng.normal(0.0, 1.0, m), np.ones(w) / np.sqrt(w), "same"))
-
-
-def shake_kernel(length: float, rng: np.random.Generator, dwell: float = 0.0) -> Array:
+def shake_kernel(length: float, rng: np.random.Generator) -> Array:
     """A camera-shake point spread: a straight line in any direction, or (every other draw) a
-    short curved path whose heading turns smoothly, sampled densely and drawn antialiased.
-    ``dwell`` > 0: the hand moves unevenly, and the light piles up where it slows."""
+    short curved path whose heading turns smoothly, sampled densely and drawn antialiased."""
     angle = rng.uniform(0.0, 2 * np.pi)
     curved = rng.random() < 0.5
     turn = rng.normal(0.0, 1.6) if curved else 0.0  # total turn over the path, radians
@@ -158,14 +149,13 @@ def shake_kernel(length: float, rng: np.random.Generator, dwell: float = 0.0) ->
     py -= (py.max() + py.min()) / 2
     n = int(np.ceil(max(np.abs(px).max(), np.abs(py).max()))) + 2
     k = np.zeros((2 * n + 1, 2 * n + 1), dtype=np.float32)
-    stay = _dwell(len(t), dwell, rng) if dwell > 0 else np.ones(len(t))
-    for cx, cy, w in zip(px + n, py + n, stay, strict=True):  # bilinear splat of each sample
+    for cx, cy in zip(px + n, py + n, strict=True):  # bilinear splat of each path sample
         x0, y0 = int(np.floor(cx)), int(np.floor(cy))
         fx, fy = cx - x0, cy - y0
-        k[y0, x0] += w * (1 - fx) * (1 - fy)
-        k[y0, x0 + 1] += w * fx * (1 - fy)
-        k[y0 + 1, x0] += w * (1 - fx) * fy
-        k[y0 + 1, x0 + 1] += w * fx * fy
+        k[y0, x0] += (1 - fx) * (1 - fy)
+        k[y0, x0 + 1] += fx * (1 - fy)
+        k[y0 + 1, x0] += (1 - fx) * fy
+        k[y0 + 1, x0 + 1] += fx * fy
     return k / k.sum()
 
 
@@ -175,7 +165,8 @@ def walk_kernel(length: float, rng: np.random.Generator) -> Array:
     lands on its nearest pixel."""
     m = max(16, int(length * 4))
     heading = rng.uniform(0.0, 2 * np.pi) + np.cumsum(rng.normal(0.0, 0.12, m))
-    speed = _dwell(m, 0.6, rng)  # a log-normal: its inverse, the time per step, is one too
+    slow = np.convolve(rng.normal(0.0, 1.0, m), np.ones(m // 8) / np.sqrt(m // 8), "same")
+    speed = np.exp(0.6 * slow)  # varies slowly along the walk
     px, py = np.cumsum(np.cos(heading) * speed), np.cumsum(np.sin(heading) * speed)
     scale = length / max(float(np.hypot(np.ptp(px), np.ptp(py))), 1e-6)
     px = (px - (px.max() + px.min()) / 2) * scale
@@ -190,7 +181,7 @@ def shake(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Arr
     length = _param("shake", level)
     if recipe.shake == "walk":
         return _spread(x, walk_kernel(length, rng), recipe)
-    return _spread(x, shake_kernel(length, rng, recipe.dwell), recipe)
+    return _spread(x, shake_kernel(length, rng), recipe)
 
 
 def _sensor(lin: Array, a: float, rng: np.random.Generator) -> Array:
