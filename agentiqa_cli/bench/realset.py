@@ -32,7 +32,12 @@ import yaml
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agentiqa_cli.bench.camera import CAMERA_KINDS, HELD_OUT_RECIPE, generate_camera
+from agentiqa_cli.bench.camera import (
+    CAMERA_KINDS,
+    DEFAULT_RECIPE,
+    HELD_OUT_RECIPE,
+    generate_camera,
+)
 from agentiqa_cli.bench.synth import bundled_photos, generate, read_manifest
 from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imaging.distort import KINDS
@@ -252,29 +257,23 @@ def build(spec: RealsetSpec, cache: Path, run: Runner = _run) -> list[CleanRecor
     ]
     if want and not _series_done(synth, spec.kinds, spec.levels, want):
         generate(want, synth, spec.kinds, spec.levels, spec.seed)
-    camera = cache / "camera"
     originals = [
         _working_copy(spec, i, cache, spec.camera_size, "camera/clean", run)[0]
         for i in spec.camera()
     ]
-    if (
-        originals
-        and spec.camera_kinds
-        and not _series_done(camera, spec.camera_kinds, spec.levels, originals)
-    ):
-        generate_camera(originals, camera, spec.camera_kinds, spec.levels, spec.seed)
-    # the same damage made as no training series makes it (held-out photos only: the camera
-    # model never sees this recipe), to measure how the judgement reads another pipeline
-    other = cache / "camera_other"
-    if (
-        spec.camera_photos == "unfitted"
-        and originals
-        and spec.camera_kinds
-        and not _series_done(other, spec.camera_kinds, spec.levels, originals)
-    ):
-        generate_camera(
-            originals, other, spec.camera_kinds, spec.levels, spec.seed, HELD_OUT_RECIPE
-        )
+    series = {"camera": DEFAULT_RECIPE}
+    if spec.camera_photos == "unfitted":
+        # the same damage made as no training series makes it (held-out photos only: the
+        # camera model never sees this recipe), to measure how it reads another pipeline
+        series["camera_other"] = HELD_OUT_RECIPE
+    for folder, recipe in series.items():
+        out = cache / folder
+        if (
+            originals
+            and spec.camera_kinds
+            and not _series_done(out, spec.camera_kinds, spec.levels, originals)
+        ):
+            generate_camera(originals, out, spec.camera_kinds, spec.levels, spec.seed, recipe)
     return records
 
 
