@@ -97,6 +97,28 @@ def test_cap_stays_within_the_severity_band() -> None:
     assert cap_for(f, {"sharpness": 3.4}) == pytest.approx(3.4)
 
 
+def test_two_readings_that_agree_cap_lower_than_either() -> None:
+    import math
+
+    from agentiqa_cli.records import Finding
+    from agentiqa_cli.tools.severity import AGREE, cap_for, soft_min
+
+    assert soft_min([2.5]) == 2.5
+    assert soft_min([2.0, 2.0]) == pytest.approx(2.0 - AGREE * math.log(2))
+    # a reading far above the lowest changes nothing; one close by lowers the cap
+    assert soft_min([2.0, 4.9]) == pytest.approx(2.0, abs=1e-6)
+    assert soft_min([2.0, 2.1]) < 2.0
+    # the darken case: the camera model's head wobbles at its floor (level 5 reads 1.58
+    # against level 4's 1.49) while underexposure keeps falling (1.65 against 2.21); the
+    # cap orders the levels by both
+    f = Finding(category="Brightness change", severity="severe", reason="r")
+    level4 = cap_for(f, {"camera_under": 1.49, "underexposure": 2.21})
+    level5 = cap_for(f, {"camera_under": 1.58, "underexposure": 1.65})
+    assert level5 < level4
+    # the finding's band still bounds it: "severe" never caps below 1.4
+    assert cap_for(f, {"camera_under": 1.0, "underexposure": 1.0}) == pytest.approx(1.4)
+
+
 def test_answer_words_follow_the_rows_level() -> None:
     from agentiqa_cli.records import answer_at_level
 
