@@ -682,3 +682,30 @@ def test_the_tiles_blur_effect_equals_an_explicit_box_re_blur() -> None:
             assert soft.shape == (n, n)
             assert energy[d, i] == pytest.approx(step.sum(), rel=1e-5)
             assert lost[d, i] == pytest.approx(np.maximum(step - soft_step, 0).sum(), rel=1e-4)
+
+
+def _jpeg(px: np.ndarray, quality: int) -> np.ndarray:
+    import io
+
+    buf = io.BytesIO()
+    Image.fromarray((px * 255 + 0.5).astype(np.uint8)).save(buf, "JPEG", quality=quality)
+    return np.asarray(Image.open(buf).convert("RGB"), dtype=np.float32) / 255.0
+
+
+def test_block_steps_too_small_to_see_are_not_blocking():
+    """A smooth gradient's q90 save leaves its block edges a fraction of a code value above
+    the rest; inside the blocks there are no steps at all, so a ratio alone read that as
+    severe blocking (which stands whatever the JPEG lattice says). Scaled by how visible the
+    steps are, it is a moderate reading that a fine save's lattice clears; a heavy save of
+    the same gradient still reads severe compression."""
+    y, x = np.mgrid[0:480, 0:640].astype(np.float32)
+    t = (0.6 * x / 640 + 0.4 * y / 480)[..., None]
+    purple, orange = np.array([0.45, 0.15, 0.4]), np.array([0.85, 0.4, 0.2])
+    gradient = ((1 - t) * purple + t * orange).astype(np.float32)
+
+    def compression(px: np.ndarray) -> str:
+        found = findings(detect_all(_img(px)))
+        return next(f.severity for f in found if f.category == "Compression")
+
+    assert compression(_jpeg(gradient, 90)) in ("none", "slight")
+    assert SEVERITIES.index(compression(_jpeg(gradient, 10))) >= SEVERITIES.index("severe")
