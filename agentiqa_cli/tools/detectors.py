@@ -591,10 +591,10 @@ def _column_energy(image: LoadedImage, axis: int) -> list[F32]:
 # counts in full. A ratio alone reads a smooth gradient's q90 save (its block edges 0.14 of a
 # code value above the rest, where the median step is 0.07) as severe blocking, and so a
 # defocus, a shake, an upscale or a dark exposure, whose steps inside the blocks all but
-# vanish. Below this the ratio is scaled by the excess over it. Chosen on the fit set's
-# camera and lossless series: at half a code value no image of a JPEG kind changes its
-# severity (none has a smaller excess), and 184 of the other kinds' readings fall (two
-# clean q75 saves from moderate to slight); at 0.75 a level-1 earlier save falls too.
+# vanish. Below this the ratio is scaled by the excess's share of it. Chosen on the fit
+# set's camera and lossless series: at half a code value no reading of a JPEG kind moves
+# (none has a smaller excess), and 170 of the other kinds' severities fall (two clean q75
+# saves from moderate to slight); at 0.75 a level-1 earlier save falls too.
 VISIBLE_STEP = 0.5 / 255
 
 
