@@ -259,6 +259,10 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.1%}"
 
 
+# the realset folder a --series reads (the lossless and renders series check their own)
+SERIES_FOLDERS = {"camera": "camera", "size": "camera", "camera-other": "camera_other"}
+
+
 def realset_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -285,21 +289,20 @@ def realset_main(argv: list[str]) -> int:
     )
     args = ap.parse_args(argv)
     series = {s for s in args.series.split(",") if s}
-    has_camera = (args.realset / "camera" / "manifest.csv").exists()
-    if series & {"camera", "size"} and not has_camera:
-        print("quality: no camera series in the realset (make realset)", file=sys.stderr)
-        return 2
-    if "camera" in series:
-        camera_main(args.realset, _code_digest())
-    if "camera-other" in series:
-        if not (args.realset / "camera_other" / "manifest.csv").exists():
-            print("quality: no camera_other series in the realset (make realset)", file=sys.stderr)
+    # the realset folder each series reads, checked before any series runs
+    for folder in sorted({SERIES_FOLDERS[s] for s in series & SERIES_FOLDERS.keys()}):
+        if not (args.realset / folder / "manifest.csv").exists():
+            print(f"quality: no {folder} series in the realset (make realset)", file=sys.stderr)
             return 2
-        camera_main(args.realset, _code_digest(), "camera_other")
+    digest = _code_digest()  # hashes the package, cards and prompts: once per run
+    if "camera" in series:
+        camera_main(args.realset, digest)
+    if "camera-other" in series:
+        camera_main(args.realset, digest, "camera_other")
     if "size" in series:
-        size_main(args.realset, _code_digest())
+        size_main(args.realset, digest)
     if "renders" in series:
-        renders_main(args.realset, _code_digest())
+        renders_main(args.realset, digest)
     if "lossless" not in series:
         return 0
     try:
@@ -331,7 +334,7 @@ def realset_main(argv: list[str]) -> int:
         return 2
     clean_paths = [args.realset / r.file for r in clean]
     synth_paths = [r.image for r in synth]
-    cache, digest = args.realset / "quality", _code_digest()
+    cache = args.realset / "quality"
     print(
         f"realset: {len(clean)} clean images at {max(Image.open(clean_paths[0]).size)} px "
         f"({'incl.' if args.all_photos else 'without'} the fitted scikit-image photos); "
