@@ -14,11 +14,13 @@ The colour kinds (default color_cast, posterize) are measured apart from --kinds
 row each (level 4-5 images where ``assess`` names a colour distortion, moderate or worse, or
 scores below 3.5) and their per-kind SRCC, outside the default goals' means.
 
---series picks the realset's series (default lossless,camera,camera-other,size,renders):
+--series picks the realset's series (default lossless,camera,camera-other,size,renders,drawings):
 ``camera-other`` is the camera series' damage made another way (bench.camera.HELD_OUT_RECIPE,
 which no training series uses), to see whether the judgement holds for a pipeline it never
 saw; ``renders`` draws clean charts, text pages and dashboards on white and dark backgrounds
-(bench.renders) and reports how many ``assess`` judges clean and the gate passes.
+(bench.renders) and reports how many ``assess`` judges clean and the gate passes;
+``drawings`` does the same on plots from documentation packages the project never fitted on
+(bench.drawings.HELD_OUT, fetched into .cache/drawings).
 
 --synthetic: the earlier check of the default no-reference score on synthetic distortions.
 
@@ -57,6 +59,7 @@ from PIL import Image
 from agentiqa_cli.batch import Process
 from agentiqa_cli.bench.builtin_fit import TARGETS, Reading, fit_detector, read_items
 from agentiqa_cli.bench.camera import size_series
+from agentiqa_cli.bench.drawings import HELD_OUT, drawings
 from agentiqa_cli.bench.goals import goals, judged_clean, passes_gate, recall_goals
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.realset import load_records
@@ -268,6 +271,12 @@ def realset_main(argv: list[str]) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--realset", type=Path, default=ROOT / ".cache" / "realset")
+    ap.add_argument(
+        "--drawings",
+        type=Path,
+        default=ROOT / ".cache" / "drawings",
+        help="where the documentation packages of the drawings series are fetched",
+    )
     ap.add_argument("--kinds", default=",".join(CHECK_KINDS), help="distortion kinds measured")
     ap.add_argument(
         "--colour-kinds",
@@ -281,11 +290,11 @@ def realset_main(argv: list[str]) -> int:
     )
     ap.add_argument(
         "--series",
-        default="lossless,camera,camera-other,size,renders",
+        default="lossless,camera,camera-other,size,renders,drawings",
         help="which series to measure: lossless (PNG), camera (damage, then a camera JPEG), "
         "camera-other (the same damage made another way, a recipe the camera model never saw), "
         "size (camera clean and level 3 at 1/2x, 1x, 2x), renders (clean charts, pages and "
-        "dashboards)",
+        "dashboards), drawings (plots from documentation packages: bench.drawings)",
     )
     args = ap.parse_args(argv)
     series = {s for s in args.series.split(",") if s}
@@ -303,6 +312,8 @@ def realset_main(argv: list[str]) -> int:
         size_main(args.realset, digest)
     if "renders" in series:
         renders_main(args.realset, digest)
+    if "drawings" in series:
+        drawings_main(args.drawings, digest)
     if "lossless" not in series:
         return 0
     try:
@@ -599,42 +610,79 @@ def size_main(realset: Path, digest: str) -> None:
         print(f"  at {f:g}x: mean |delta| {np.mean(ds):.3f}, worst {max(ds):.2f}")
 
 
-def renders_main(realset: Path, digest: str) -> None:
-    """Clean renders (bench.renders): how many ``assess`` judges clean and the gate passes,
-    on each background and in all; every render judged damaged, with its findings."""
-    items = generate_renders(realset / "renders")
-    cache = realset / "quality"
+def _clean_table(
+    what: str, groups: dict[str, list[int]], judged: list[Result], gated: list[Result]
+) -> None:
+    """For each group of clean images (indices into ``judged`` and ``gated``): the share
+    ``assess`` judges clean (goal 97%) and the gate passes (goal 95%)."""
+    print(f"{what + ' goal':42s} {'value':>8s} {'target':>8s}  met")
+    for label, sel in groups.items():
+        for name, flags, target in (
+            (f"{what} judged clean: {label}", [judged_clean(judged[i]) for i in sel], 0.97),
+            (f"gate (min, 3) passes {what}: {label}", [passes_gate(gated[i]) for i in sel], 0.95),
+        ):
+            ok = [f for f in flags if f is not None]
+            v = sum(ok) / max(1, len(ok))
+            print(f"{name:42s} {v:8.3f} {target:8.2f}  {'yes' if v >= target else 'NO'}")
 
+
+def _findings(r: Result) -> str:
+    return "; ".join(f"{f.category}:{f.severity}" for f in r.distortions if f.severity != "none")
+
+
+def _assess_and_gate(
+    paths: list[Path], cache: Path, digest: str
+) -> tuple[list[Result], list[Result]]:
     async def run_all() -> tuple[list[Result], list[Result]]:
-        paths = [it.path for it in items]
         return (
             await _run_method("assess", paths, cache, digest),
             await _run_method("gate", paths, cache, digest),
         )
 
-    judged, gated = asyncio.run(run_all())
+    return asyncio.run(run_all())
+
+
+def renders_main(realset: Path, digest: str) -> None:
+    """Clean renders (bench.renders): how many ``assess`` judges clean and the gate passes,
+    on each background and in all; every render judged damaged, with its findings."""
+    items = generate_renders(realset / "renders")
+    judged, gated = _assess_and_gate([it.path for it in items], realset / "quality", digest)
     print(
         f"\n== renders: {len(items)} clean charts, text pages and dashboards (PNG and JPEG "
         f"q{JPEG_QUALITY}), white and dark backgrounds"
     )
-    print(f"{'renders goal':42s} {'value':>8s} {'target':>8s}  met")
-    for label, keep in [(b, b) for b in BACKGROUNDS] + [("all", None)]:
-        sel = [i for i, it in enumerate(items) if keep in (None, it.background)]
-        clean = [judged_clean(judged[i]) for i in sel]
-        passed = [passes_gate(gated[i]) for i in sel]
-        for name, flags, target in (
-            (f"renders judged clean: {label}", clean, 0.97),
-            (f"gate (min, 3) passes renders: {label}", passed, 0.95),
-        ):
-            ok = [f for f in flags if f is not None]
-            v = sum(ok) / max(1, len(ok))
-            print(f"{name:42s} {v:8.3f} {target:8.2f}  {'yes' if v >= target else 'NO'}")
+    groups = {b: [i for i, it in enumerate(items) if it.background == b] for b in BACKGROUNDS}
+    _clean_table("renders", {**groups, "all": list(range(len(items)))}, judged, gated)
     for it, r in zip(items, judged, strict=True):
         if judged_clean(r) is False:
-            fs = "; ".join(
-                f"{f.category}:{f.severity}" for f in r.distortions if f.severity != "none"
-            )
-            print(f"  render judged damaged: {it.path.name} {r.score or 0:.2f} {fs}")
+            print(f"  render judged damaged: {it.path.name} {r.score or 0:.2f} {_findings(r)}")
+
+
+def drawings_main(cache: Path, digest: str) -> None:
+    """Drawings from documentation packages the project never fitted on (bench.drawings
+    .HELD_OUT): judged clean and passing the gate, per package and in all; how often each
+    category was named, and the drawings judged damaged."""
+    paths = drawings(HELD_OUT, cache)
+    judged, gated = _assess_and_gate(paths, cache / "quality", digest)
+    print(
+        f"\n== drawings: {len(paths)} PNGs of {', '.join(HELD_OUT)} (plots, diagrams; "
+        "clean as published)"
+    )
+    groups = {
+        pkg.removeprefix("python-").removesuffix("-doc"): [
+            i for i, p in enumerate(paths) if f"/{pkg}/" in str(p)
+        ]
+        for pkg in HELD_OUT
+    }
+    _clean_table("drawings", {**groups, "all": list(range(len(paths)))}, judged, gated)
+    named: dict[str, int] = {}
+    for p, r in zip(paths, judged, strict=True):
+        if judged_clean(r) is False:
+            for f in r.distortions:
+                if f.severity in MODERATE_OR_WORSE:
+                    named[f.category] = named.get(f.category, 0) + 1
+            print(f"  drawing judged damaged: {p.name} {r.score or 0:.2f} {_findings(r)}")
+    print("  categories named (moderate or worse):", named or "none")
 
 
 def main() -> int:

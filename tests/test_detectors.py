@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 from pathlib import Path
@@ -18,7 +19,13 @@ from agentiqa_cli.records import SEVERITIES
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.builtin import DETECTORS, detect_all
 from agentiqa_cli.tools.cards import load_cards
-from agentiqa_cli.tools.detectors import SIGNALS, blur_effect, findings
+from agentiqa_cli.tools.detectors import (
+    SIGNAL_DETECTORS,
+    SIGNALS,
+    blur_effect,
+    drawn_white,
+    findings,
+)
 from agentiqa_cli.tools.logistic import logistic5
 from agentiqa_cli.tools.severity import severity_of
 
@@ -709,3 +716,68 @@ def test_block_steps_too_small_to_see_are_not_blocking():
 
     assert compression(_jpeg(gradient, 90)) in ("none", "slight")
     assert SEVERITIES.index(compression(_jpeg(gradient, 10))) >= SEVERITIES.index("severe")
+
+
+def _decoded(px: np.ndarray, **save: object) -> np.ndarray:
+    """``px`` saved with Pillow (e.g. format="JPEG", quality=90) and decoded again."""
+    buf = io.BytesIO()
+    Image.fromarray((np.clip(px, 0, 1) * 255 + 0.5).astype(np.uint8)).save(buf, **save)
+    return np.asarray(Image.open(buf).convert("RGB"), dtype=np.float32) / 255.0
+
+
+@pytest.fixture(scope="module")
+def drawings(tmp_path_factory) -> dict[str, np.ndarray]:
+    """Charts, a text page and a dashboard on white (bench.renders at a seed the quality
+    check does not use), as drawn."""
+    from agentiqa_cli.bench.renders import generate_renders
+
+    out = tmp_path_factory.mktemp("drawings")
+    return {
+        r.kind: np.asarray(Image.open(r.path).convert("RGB"), dtype=np.float32) / 255.0
+        for r in generate_renders(out, seed=7)
+        if r.background == "white" and r.saved == "png"
+    }
+
+
+@pytest.mark.parametrize("kind", ["bars", "pie", "scatter", "page", "dashboard"])
+def test_a_drawing_on_white_is_not_over_exposed_or_blocky(drawings, kind, cards):
+    for px in (drawings[kind], _decoded(drawings[kind], format="JPEG", quality=90)):
+        image = _img(px)
+        assert drawn_white(image) > 0.9
+        found = findings(detect_all(image), cards)
+        assert not _visible(found, "Brightness change"), found
+        assert not _visible(found, "Compression"), found
+
+
+def test_a_drawing_saved_coarsely_still_reads_compressed(drawings, cards):
+    """Standing aside on a drawing leaves its save to jpeg_quality (the quantizer's lattice)
+    and blockiness. (Where the save leaves too few non-flat blocks to read a lattice, as on
+    a sparse plot, a coarse save goes unread: docs/tools.md.)"""
+    coarse = _img(_decoded(drawings["dashboard"], format="JPEG", quality=10))
+    assert drawn_white(coarse) > 0.9
+    assert DETECTORS["jpeg_quality"](coarse) < 20
+    assert _visible(findings(detect_all(coarse), cards), "Compression")
+
+
+def test_an_over_exposed_photo_is_not_a_drawing(photo, cards):
+    from agentiqa_cli.bench.camera import DEFAULT_RECIPE, overexpose
+
+    for level in (3, 4, 5):
+        blown = _decoded(
+            overexpose(photo, level, np.random.default_rng(level), DEFAULT_RECIPE),
+            format="JPEG",
+            quality=90,
+        )
+        image = _img(blown)
+        assert drawn_white(image) < 0.1, level
+        assert _visible(findings(detect_all(image), cards), "Brightness change"), level
+    # the over-exposure reading stands aside by drawn_white only: on a photo it is the raw one
+    assert DETECTORS["overexposure"](image) == SIGNAL_DETECTORS["overexposure"](image)
+
+
+def test_a_blank_or_dark_image_is_not_a_drawing_on_white():
+    white = np.ones((200, 300, 3), np.float32)
+    white[100, 150] = 0.0  # a speck: less than DRAWN_CONTENT of the image is not white
+    assert drawn_white(_img(white)) == 0.0
+    dark = np.full((200, 300, 3), 0.1, np.float32)
+    assert drawn_white(_img(dark)) == 0.0

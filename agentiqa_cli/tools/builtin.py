@@ -14,6 +14,7 @@ from agentiqa_cli.tools.detectors import (
     CAMERA_HEADS,
     LATTICE,
     SIGNAL_DETECTORS,
+    drawn_white,
     findings,
     jpeg_quality,
     resampling,
@@ -21,14 +22,38 @@ from agentiqa_cli.tools.detectors import (
 
 __all__ = ["DETECTORS", "detect", "detect_all"]
 
+# Readings that a drawing's design trips (``detectors.drawn_white``: a plot, a page or a
+# screenshot on white): its white background is not blown light, and its flat fills and
+# straight edges are not the blocks of a coarse save or of an enlargement. On a drawing they
+# stand aside; its save is still read by ``jpeg_quality`` and ``blockiness``.
+DRAWN_ASIDE_SIGNALS = ("overexposure", "pixelation")  # raw readings, 0 on a clean photo
+DRAWN_ASIDE_HEADS = ("over", "compression")  # camera model heads, 1-5
+
 
 def _camera_head(head: str) -> Callable[[LoadedImage], float]:
     def read(image: LoadedImage) -> float:
         score = float(shipped().scores(image)[head])
         # detail lost to an upscale is the resolution detector's (a finding of its own)
-        return 5.0 if head == "blur" and resampling(image) >= LATTICE else score
+        if head == "blur" and resampling(image) >= LATTICE:
+            return 5.0
+        if head in DRAWN_ASIDE_HEADS:
+            return score + (5.0 - score) * drawn_white(image)
+        return score
 
     read.__name__ = f"camera_{head}"
+    return read
+
+
+def _signal(name: str) -> Callable[[LoadedImage], float]:
+    raw = SIGNAL_DETECTORS[name]
+    if name not in DRAWN_ASIDE_SIGNALS:
+        return raw
+
+    def read(image: LoadedImage) -> float:
+        # the camera model reads the raw reading (tools/camera_features.py)
+        return raw(image) * (1.0 - drawn_white(image))
+
+    read.__name__ = name
     return read
 
 
@@ -41,7 +66,7 @@ def resolution(image: LoadedImage) -> float:
 
 
 DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
-    **SIGNAL_DETECTORS,
+    **{name: _signal(name) for name in SIGNAL_DETECTORS},
     **{f"camera_{h}": _camera_head(h) for h in CAMERA_HEADS},
     "resolution": resolution,
     # read by the camera model too, but not among SIGNALS: added after the model's other
