@@ -30,20 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _read(path: Path) -> tuple[float, float, float, float]:
-    """(white share, light tones per white pixel, texture share, drawn_white) of one image."""
+    """(white share, light tones per white sample, texture, drawn_white) of one image."""
     from agentiqa_cli.imaging.load import load_image
-    from agentiqa_cli.tools import detectors as d
+    from agentiqa_cli.tools.detectors import drawn_parts, drawn_white
 
     image = load_image(path)
-    lum = d._luma(d._grid(image))
-    white = lum >= d.DRAWN_WHITE
-    share = float(white.mean())
-    shoulder = min(99.0, float(((lum >= 0.7) & ~white).mean()) / max(share, 1e-9))
-    step = np.hypot(np.diff(lum, axis=1)[:-1], np.diff(lum, axis=0)[:, :-1])
-    rest = step[~white[:-1, :-1]]
-    lo, hi = d.DRAWN_STEPS
-    texture = float(((rest > lo) & (rest < hi)).mean()) if rest.size else 0.0
-    return share, shoulder, texture, d.drawn_white(image)
+    share, shoulder, texture = drawn_parts(image)
+    return share, min(99.0, shoulder), texture, drawn_white(image)
 
 
 def main() -> int:

@@ -739,7 +739,7 @@ def drawings(tmp_path_factory) -> dict[str, np.ndarray]:
     }
 
 
-@pytest.mark.parametrize("kind", ["bars", "pie", "scatter", "page", "dashboard"])
+@pytest.mark.parametrize("kind", ["line", "bars", "pie", "scatter", "page", "dashboard"])
 def test_a_drawing_on_white_is_not_over_exposed_or_blocky(drawings, kind, cards):
     for px in (drawings[kind], _decoded(drawings[kind], format="JPEG", quality=90)):
         image = _img(px)
