@@ -750,9 +750,9 @@ def test_a_drawing_on_white_is_not_over_exposed_or_blocky(drawings, kind, cards)
 
 
 def test_a_drawing_saved_coarsely_still_reads_compressed(drawings, cards):
-    """Standing aside on a drawing leaves its save to jpeg_quality (the quantizer's lattice)
-    and blockiness. (Where the save leaves too few non-flat blocks to read a lattice, as on
-    a sparse plot, a coarse save goes unread: docs/tools.md.)"""
+    """Standing aside on a drawing leaves its save to jpeg_quality (the quantizer's lattice,
+    which a drawing's edges do not make). (Where the save leaves too few non-flat blocks to
+    read a lattice, as on a sparse plot, a coarse save goes unread: docs/tools.md.)"""
     coarse = _img(_decoded(drawings["dashboard"], format="JPEG", quality=10))
     assert drawn_white(coarse) > 0.9
     assert DETECTORS["jpeg_quality"](coarse) < 20

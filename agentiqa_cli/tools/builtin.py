@@ -24,9 +24,10 @@ __all__ = ["DETECTORS", "detect", "detect_all"]
 
 # Readings that a drawing's design trips (``detectors.drawn_white``: a plot, a page or a
 # screenshot on white): its white background is not blown light, and its flat fills and
-# straight edges are not the blocks of a coarse save or of an enlargement. On a drawing they
-# stand aside; its save is still read by ``jpeg_quality`` and ``blockiness``.
-DRAWN_ASIDE_SIGNALS = ("overexposure", "pixelation")  # raw readings, 0 on a clean photo
+# straight edges (bars on the 8 px grid) are not the blocks of a coarse save or of an
+# enlargement. On a drawing they stand aside; its save is still read by ``jpeg_quality``
+# (the quantizer's lattice, which a drawing's edges do not make).
+DRAWN_ASIDE_SIGNALS = ("overexposure", "pixelation", "blockiness")  # raw, 0 on a clean photo
 DRAWN_ASIDE_HEADS = ("over", "compression")  # camera model heads, 1-5
 
 
