@@ -858,7 +858,9 @@ def overexposure(image: LoadedImage) -> float:
     before they clip, so that mild over-exposure ranks too. A bright or high-key photo
     whose pale tones still carry detail (white wood, a misty morning, a pastel palette)
     stays low whatever its mean brightness. A white studio background reads high too: it
-    is clipped by design, and a no-reference reading cannot tell.
+    is clipped by design. A drawing's white (a plot, a page) is told apart by
+    ``drawn_white``, by which the detector stands aside (tools/builtin.py); this raw
+    reading, which the camera model reads, does not.
     """
     top = _top_clipped(image)
     clipped = float((top[:, 1:] & top[:, :-1]).mean()) if top.shape[1] > 1 else 0.0
@@ -929,10 +931,10 @@ def drawn_white(image: LoadedImage) -> float:
     0 (a photograph, no white, or a blank frame) to 1 (a plot, a page, a screenshot on
     white). The product of three ramps over ``drawn_parts``: the highlight shoulder
     (``DRAWN_SHOULDER``), the photographic texture of the content (``DRAWN_TEXTURE``) and
-    the share of white (up to ``DRAWN_WHITE_SHARE``). The exposure readings
-    (``tools/builtin.py``) stand aside by it, so a chart is not "over-exposed"; an
-    over-exposed photo whose remains look drawn (power lines on a sky blown to white)
-    reads as one too."""
+    the share of white (up to ``DRAWN_WHITE_SHARE``). The readings a drawing's design trips
+    (over-exposure, blocks: ``tools/builtin.py``) stand aside by it, so a chart is not
+    "over-exposed"; an over-exposed photo whose remains look drawn (power lines on a sky
+    blown to white) reads as one too."""
 
     def ramp(v: float, lo_hi: tuple[float, float]) -> float:
         lo, hi = lo_hi
