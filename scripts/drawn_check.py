@@ -10,7 +10,8 @@ drawings``, never here.
     python scripts/drawn_check.py [--fitset .cache/fitset] [--drawings .cache/drawings]
 
 Prints, for drawings and photos with a third or more of white and for all: how many read
-as a drawing (``drawn_white`` above 0.5), and the percentiles of its two readings. The fit
+as a drawing on white (``drawn_white`` above 0.5) and on another flat background
+(``drawn_flat``), and the percentiles of the white reading's shoulder and texture. The fit
 set holds a few flat graphics (wallpapers) among its photographs.
 """
 
@@ -29,14 +30,15 @@ from agentiqa_cli.bench.renders import generate_renders
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _read(path: Path) -> tuple[float, float, float, float]:
-    """(white share, light tones per white sample, texture, drawn_white) of one image."""
+def _read(path: Path) -> tuple[float, float, float, float, float]:
+    """(white share, light tones per white sample, texture, drawn_white, drawn_flat) of one
+    image."""
     from agentiqa_cli.imaging.load import load_image
-    from agentiqa_cli.tools.detectors import drawn_parts, drawn_white
+    from agentiqa_cli.tools.detectors import drawn_flat, drawn_parts, drawn_white
 
     image = load_image(path)
-    share, shoulder, texture = drawn_parts(image)
-    return share, min(99.0, shoulder), texture, drawn_white(image)
+    share, shoulder, texture, _ = drawn_parts(image)
+    return share, min(99.0, shoulder), texture, drawn_white(image), drawn_flat(image)
 
 
 def main() -> int:
@@ -68,7 +70,8 @@ def main() -> int:
             "fit set": np.array(list(pool.map(_read, photos, chunksize=8))),
         }
     print(
-        f"{'':10s} {'where':12s} {'n':>5s} {'drawn>0.5':>9s}  shoulder p10/50/90   texture p10/50/90"
+        f"{'':10s} {'where':12s} {'n':>5s} {'white>0.5':>9s} {'flat>0.5':>8s}  "
+        "shoulder p10/50/90   texture p10/50/90"
     )
     for name, v in groups.items():
         for where, keep in (("white>=1/3", v[:, 0] >= 1 / 3), ("all", v[:, 0] >= 0)):
@@ -78,7 +81,8 @@ def main() -> int:
             sh = np.percentile(s[:, 1], [10, 50, 90])
             tx = np.percentile(s[:, 2], [10, 50, 90])
             print(
-                f"{name:10s} {where:12s} {len(s):5d} {np.mean(s[:, 3] > 0.5):9.3f}  "
+                f"{name:10s} {where:12s} {len(s):5d} {np.mean(s[:, 3] > 0.5):9.3f} "
+                f"{np.mean(s[:, 4] > 0.5):8.3f}  "
                 f"{sh[0]:5.2f} {sh[1]:5.2f} {sh[2]:5.2f}    {tx[0]:5.2f} {tx[1]:5.2f} {tx[2]:5.2f}"
             )
     return 0

@@ -23,6 +23,9 @@ from agentiqa_cli.tools.detectors import (
     SIGNAL_DETECTORS,
     SIGNALS,
     blur_effect,
+    drawn,
+    drawn_flat,
+    drawn_plain,
     drawn_white,
     findings,
 )
@@ -726,17 +729,22 @@ def _decoded(px: np.ndarray, **save: object) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def drawings(tmp_path_factory) -> dict[str, np.ndarray]:
-    """Charts, a text page and a dashboard on white (bench.renders at a seed the quality
-    check does not use), as drawn."""
+def rendered(tmp_path_factory) -> dict[tuple[str, str], np.ndarray]:
+    """Charts, a text page and a dashboard on white and dark backgrounds (bench.renders at a
+    seed the quality check does not use), as drawn: (kind, background) -> pixels."""
     from agentiqa_cli.bench.renders import generate_renders
 
     out = tmp_path_factory.mktemp("drawings")
     return {
-        r.kind: np.asarray(Image.open(r.path).convert("RGB"), dtype=np.float32) / 255.0
+        (r.kind, r.background): np.asarray(Image.open(r.path).convert("RGB"), np.float32) / 255.0
         for r in generate_renders(out, seed=7)
-        if r.background == "white" and r.saved == "png"
+        if r.saved == "png"
     }
+
+
+@pytest.fixture(scope="module")
+def drawings(rendered) -> dict[str, np.ndarray]:
+    return {kind: px for (kind, background), px in rendered.items() if background == "white"}
 
 
 @pytest.mark.parametrize("kind", ["line", "bars", "pie", "scatter", "page", "dashboard"])
@@ -773,6 +781,42 @@ def test_an_over_exposed_photo_is_not_a_drawing(photo, cards):
         assert _visible(findings(detect_all(image), cards), "Brightness change"), level
     # the over-exposure reading stands aside by drawn_white only: on a photo it is the raw one
     assert DETECTORS["overexposure"](image) == SIGNAL_DETECTORS["overexposure"](image)
+
+
+@pytest.mark.parametrize("kind", ["line", "bars", "pie", "scatter", "page", "dashboard"])
+def test_a_drawing_on_a_dark_theme_is_not_blocky(rendered, kind, cards):
+    px = rendered[(kind, "dark")]
+    assert drawn_white(_img(px)) == 0.0
+    assert drawn_flat(_img(px)) > 0.9
+    for image in (_img(px), _img(_decoded(px, format="JPEG", quality=90))):
+        assert not _visible(findings(detect_all(image), cards), "Compression")
+
+
+def test_photos_made_flat_by_damage_are_not_drawings(photo):
+    """Under-exposure crushes a photo's shadows to one colour, and a coarse save makes flat
+    blocks (the lossless series keeps them exact): neither is a drawing's background."""
+    from agentiqa_cli.bench.camera import DEFAULT_RECIPE, low_light, underexpose
+
+    for damage in (underexpose, low_light):
+        for level in (3, 5):
+            dark = damage(photo, level, np.random.default_rng(level), DEFAULT_RECIPE)
+            assert drawn(_img(_decoded(dark, format="JPEG", quality=90))) < 0.1
+    for quality in (5, 10):
+        coarse = _img(_decoded(_decoded(photo, format="JPEG", quality=quality), format="PNG"))
+        assert drawn_flat(coarse) == 0.0
+
+
+def test_noise_on_a_drawing_is_still_noise(drawings, cards):
+    """A JPEG's ringing around a scatter plot's markers is not noise on a plain white; on a
+    noisy white the noise readings do not stand aside."""
+    scatter = _img(_decoded(drawings["scatter"], format="JPEG", quality=90))
+    assert not _visible(findings(detect_all(scatter), cards), "Noise")
+    rng = np.random.default_rng(0)
+    noisy = np.clip(drawings["page"] + rng.normal(0.0, 0.03, drawings["page"].shape), 0, 1)
+    image = _img(_decoded(noisy, format="PNG"))
+    assert drawn_white(image) > 0.9  # still a drawing on white: over-exposure stands aside
+    assert drawn_plain(image) == 0.0  # but the noise readings do not
+    assert DETECTORS["noise"](image) == SIGNAL_DETECTORS["noise"](image)
 
 
 def test_a_blank_or_dark_image_is_not_a_drawing_on_white():

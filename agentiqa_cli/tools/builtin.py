@@ -14,6 +14,8 @@ from agentiqa_cli.tools.detectors import (
     CAMERA_HEADS,
     LATTICE,
     SIGNAL_DETECTORS,
+    drawn,
+    drawn_plain,
     drawn_white,
     findings,
     jpeg_quality,
@@ -22,13 +24,24 @@ from agentiqa_cli.tools.detectors import (
 
 __all__ = ["DETECTORS", "detect", "detect_all"]
 
-# Readings that a drawing's design trips (``detectors.drawn_white``: a plot, a page or a
-# screenshot on white): its white background is not blown light, and its flat fills and
-# straight edges (bars on the 8 px grid) are not the blocks of a coarse save or of an
-# enlargement. On a drawing they stand aside; its save is still read by ``jpeg_quality``
-# (the quantizer's lattice, which a drawing's edges do not make).
-DRAWN_ASIDE_SIGNALS = ("overexposure", "pixelation", "blockiness")  # raw, 0 on a clean photo
-DRAWN_ASIDE_HEADS = ("over", "compression")  # camera model heads, 1-5
+# Readings that a drawing's design trips: its white background is not blown light
+# (``detectors.drawn_white``), and its flat fills and straight edges (bars on the 8 px grid),
+# on white or on a dark theme's flat colour (``detectors.drawn``), are not the blocks of a
+# coarse save or of an enlargement; the ringing of its save around many small markers is not
+# sensor noise where its background is plain (``detectors.drawn_plain``: noise would show
+# there). On a drawing they stand aside by that reading; its save is still read by
+# ``jpeg_quality`` (the quantizer's lattice, which a drawing's edges do not make).
+DRAWN_ASIDE_SIGNALS: dict[str, Callable[[LoadedImage], float]] = {
+    "overexposure": drawn_white,  # raw readings, 0 on a clean photo
+    "pixelation": drawn,
+    "blockiness": drawn,
+    "noise": drawn_plain,
+}
+DRAWN_ASIDE_HEADS: dict[str, Callable[[LoadedImage], float]] = {
+    "over": drawn_white,  # camera model heads, 1-5
+    "compression": drawn,
+    "noise": drawn_plain,
+}
 
 
 def _camera_head(head: str) -> Callable[[LoadedImage], float]:
@@ -38,7 +51,7 @@ def _camera_head(head: str) -> Callable[[LoadedImage], float]:
         if head == "blur" and resampling(image) >= LATTICE:
             return 5.0
         if head in DRAWN_ASIDE_HEADS:
-            return score + (5.0 - score) * drawn_white(image)
+            return score + (5.0 - score) * DRAWN_ASIDE_HEADS[head](image)
         return score
 
     read.__name__ = f"camera_{head}"
@@ -49,10 +62,11 @@ def _signal(name: str) -> Callable[[LoadedImage], float]:
     raw = SIGNAL_DETECTORS[name]
     if name not in DRAWN_ASIDE_SIGNALS:
         return raw
+    aside = DRAWN_ASIDE_SIGNALS[name]
 
     def read(image: LoadedImage) -> float:
         # the camera model reads the raw reading (tools/camera_features.py)
-        return raw(image) * (1.0 - drawn_white(image))
+        return raw(image) * (1.0 - aside(image))
 
     read.__name__ = name
     return read

@@ -893,6 +893,11 @@ DRAWN_SHOULDER = (0.2, 0.6)  # light tones per white pixel: a drawing below, a p
 DRAWN_TEXTURE = (0.12, 0.25)  # share of texture steps in the rest: the same
 DRAWN_CONTENT = 0.005  # an image with less non-white than this is blank, not a drawing
 DRAWN_WHITE_SHARE = 0.3  # white area from which the background is the white that counts
+# A drawing's white is one code (a PNG) or nearly so (a JPEG's ringing beside its strokes):
+# neighbouring white samples within a code and a half of each other, 0.97-0.99 of them on
+# the design drawings flagged "noisy" (scatter plots of many small markers), 0.95 with a
+# noise of 0.005 added, 0.74 with 0.01, 0.47 with 0.02. Noise on the white is noise.
+DRAWN_FLAT_WHITE = (0.9, 0.96)  # share of flat white neighbours: noisy below, plain above
 
 
 def _textured(steps: F32) -> float:
@@ -900,28 +905,36 @@ def _textured(steps: F32) -> float:
     return float(((steps > lo) & (steps < hi)).mean()) if steps.size >= 32 else 0.0
 
 
-def drawn_parts(image: LoadedImage) -> tuple[float, float, float]:
-    """What ``drawn_white`` reads, on the sampling grid: the share of white (luma at least
-    ``DRAWN_WHITE``), the light tones (luma 0.7 and up) per white sample, and the texture:
-    the share of steps to the next sample within ``DRAWN_STEPS``, the lower of that among
-    all non-white samples and among those away from the white (a thin antialiased stroke
-    has steps at its edges and no inside)."""
+def _texture(lum: F32, back: NDArray[np.bool_]) -> float:
+    """The share of steps to the next grid sample within ``DRAWN_STEPS``: the lower of that
+    among the samples off the background ``back`` and among those away from it (a thin
+    antialiased stroke has steps at its edges and no inside)."""
+    step = np.hypot(np.diff(lum, axis=1)[:-1], np.diff(lum, axis=0)[:, :-1])
+    near = back.copy()  # the background or beside it (its 3x3 neighbourhood holds some)
+    near[1:] |= back[:-1]
+    near[:-1] |= back[1:]
+    near[:, 1:] |= near[:, :-1].copy()
+    near[:, :-1] |= near[:, 1:].copy()
+    return min(_textured(step[~back[:-1, :-1]]), _textured(step[~near[:-1, :-1]]))
 
-    def make() -> tuple[float, float, float]:
+
+def drawn_parts(image: LoadedImage) -> tuple[float, float, float, float]:
+    """What ``drawn_white`` reads, on the sampling grid: the share of white (luma at least
+    ``DRAWN_WHITE``), the light tones (luma 0.7 and up) per white sample, the texture of
+    the rest (``_texture``), and the share of neighbouring white samples within 1.5 codes
+    of each other (how plain the white is)."""
+
+    def make() -> tuple[float, float, float, float]:
         lum = _luma(_grid(image))
         white = lum >= DRAWN_WHITE
         share = float(white.mean())
         if share == 0.0 or min(lum.shape) < 3:
-            return share, 0.0, 0.0
+            return share, 0.0, 0.0, 0.0
         shoulder = float(((lum >= 0.7) & ~white).mean()) / share
-        step = np.hypot(np.diff(lum, axis=1)[:-1], np.diff(lum, axis=0)[:, :-1])
-        near = white.copy()  # white or beside it (its 3x3 neighbourhood holds white)
-        near[1:] |= white[:-1]
-        near[:-1] |= white[1:]
-        near[:, 1:] |= near[:, :-1].copy()
-        near[:, :-1] |= near[:, 1:].copy()
-        texture = min(_textured(step[~white[:-1, :-1]]), _textured(step[~near[:-1, :-1]]))
-        return share, shoulder, texture
+        pairs = white[:, 1:] & white[:, :-1]
+        steps = np.abs(np.diff(lum, axis=1))[pairs]
+        plain = float((steps <= 1.5 / 255).mean()) if steps.size else 0.0
+        return share, shoulder, _texture(lum, white), plain
 
     return _cached(image, "det:drawn", make)
 
@@ -940,7 +953,7 @@ def drawn_white(image: LoadedImage) -> float:
         lo, hi = lo_hi
         return float(np.clip((hi - v) / (hi - lo), 0.0, 1.0))
 
-    share, shoulder, texture = drawn_parts(image)
+    share, shoulder, texture, _ = drawn_parts(image)
     if share == 0.0 or share > 1.0 - DRAWN_CONTENT:
         return 0.0
     return (
@@ -948,6 +961,71 @@ def drawn_white(image: LoadedImage) -> float:
         * ramp(texture, DRAWN_TEXTURE)
         * min(1.0, share / DRAWN_WHITE_SHARE)
     )
+
+
+# A drawing on a flat background of another colour (a dark theme, a grey dialog) has the
+# flat fills and straight edges that pixelation, blockiness and the camera model's
+# compression head read as blocks, but no white: its background is one exact colour. No
+# camera JPEG of the fit set has a third of its grid samples within two codes of one colour
+# (at most 0.22: sensor noise and gradients), dark renders and GIMP's dialogs 0.41-0.95.
+# Exact flat areas are also what a coarse JPEG save, posterization, a loss of contrast or
+# a darkening leave on a lossless image; of those, only a coarse save is read by the
+# readings that stand aside on a drawing, so where jpeg_quality finds a save coarser than
+# a camera's (below FLAT_JPEG), or its 8x8 grid stands out (blockiness from FLAT_BLOCKS: the
+# fit set's lossless saves at levels 4-5 read 1.66 and up, and a save that coarse leaves
+# too few coefficients for jpeg_quality; the design drawings on a flat background at most
+# 1.19), the flat colour is that save's, not a background.
+DRAWN_FLAT_SHARE = (0.3, 0.45)  # share of the grid at the modal colour: a photo below
+DRAWN_FLAT_CODES = 2.5 / 255  # "at that colour": within two codes in every channel
+FLAT_JPEG = 70.0  # jpeg_quality below this: a coarse save made the flat areas
+FLAT_BLOCKS = 1.5  # blockiness from this: the same
+
+
+def drawn_flat(image: LoadedImage) -> float:
+    """How far the image is a drawing on a flat background that is not white: 0 to 1. The
+    product of two ramps: the share of grid samples within ``DRAWN_FLAT_CODES`` of the most
+    frequent colour (``DRAWN_FLAT_SHARE``) and the texture of the rest (``_texture``,
+    ``DRAWN_TEXTURE``); 0 where a coarse save made the flat areas (``FLAT_JPEG``,
+    ``FLAT_BLOCKS``). A white background is ``drawn_white``'s."""
+
+    def make() -> float:
+        rgb = _grid(image)
+        if min(rgb.shape[:2]) < 3:
+            return 0.0
+        q = np.rint(rgb * 255.0).astype(np.int32)
+        values, counts = np.unique(
+            (q[..., 0] << 16) | (q[..., 1] << 8) | q[..., 2], return_counts=True
+        )
+        mode = int(values[np.argmax(counts)])
+        colour = np.array([mode >> 16, (mode >> 8) & 255, mode & 255], np.float32) / 255.0
+        if float(colour @ _BT601) >= DRAWN_WHITE:
+            return 0.0
+        back = np.abs(rgb - colour).max(axis=2) <= DRAWN_FLAT_CODES
+        lo, hi = DRAWN_FLAT_SHARE
+        share = float(np.clip((float(back.mean()) - lo) / (hi - lo), 0.0, 1.0))
+        if share == 0.0 or back.all():
+            return 0.0
+        if jpeg_quality(image) < FLAT_JPEG or blockiness(image) >= FLAT_BLOCKS:
+            return 0.0
+        lo, hi = DRAWN_TEXTURE
+        return share * float(np.clip((hi - _texture(_luma(rgb), back)) / (hi - lo), 0.0, 1.0))
+
+    return _cached(image, "det:drawn_flat", make)
+
+
+def drawn(image: LoadedImage) -> float:
+    """How far the image is a drawing, on white or on another flat background: the larger
+    of ``drawn_white`` and ``drawn_flat``."""
+    return max(drawn_white(image), drawn_flat(image))
+
+
+def drawn_plain(image: LoadedImage) -> float:
+    """How far the image is a drawing whose background holds no noise: ``drawn_flat`` (its
+    background is exact to two codes), or ``drawn_white`` times how plain its white is
+    (``DRAWN_FLAT_WHITE``: the white tolerates 18 codes, noise would hide in it)."""
+    lo, hi = DRAWN_FLAT_WHITE
+    plain = float(np.clip((drawn_parts(image)[3] - lo) / (hi - lo), 0.0, 1.0))
+    return max(drawn_white(image) * plain, drawn_flat(image))
 
 
 def contrast(image: LoadedImage) -> float:
