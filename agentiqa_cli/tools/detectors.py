@@ -900,6 +900,12 @@ DRAWN_WHITE_SHARE = 0.3  # white area from which the background is the white tha
 DRAWN_FLAT_WHITE = (0.9, 0.96)  # share of flat white neighbours: noisy below, plain above
 
 
+def _falling(v: float, lo_hi: tuple[float, float]) -> float:
+    """1 at or below ``lo``, 0 at or above ``hi``, a straight line between."""
+    lo, hi = lo_hi
+    return float(np.clip((hi - v) / (hi - lo), 0.0, 1.0))
+
+
 def _textured(steps: F32) -> float:
     lo, hi = DRAWN_STEPS
     return float(((steps > lo) & (steps < hi)).mean()) if steps.size >= 32 else 0.0
@@ -948,17 +954,12 @@ def drawn_white(image: LoadedImage) -> float:
     (over-exposure, blocks: ``tools/builtin.py``) stand aside by it, so a chart is not
     "over-exposed"; an over-exposed photo whose remains look drawn (power lines on a sky
     blown to white) reads as one too."""
-
-    def ramp(v: float, lo_hi: tuple[float, float]) -> float:
-        lo, hi = lo_hi
-        return float(np.clip((hi - v) / (hi - lo), 0.0, 1.0))
-
     share, shoulder, texture, _ = drawn_parts(image)
     if share == 0.0 or share > 1.0 - DRAWN_CONTENT:
         return 0.0
     return (
-        ramp(shoulder, DRAWN_SHOULDER)
-        * ramp(texture, DRAWN_TEXTURE)
+        _falling(shoulder, DRAWN_SHOULDER)
+        * _falling(texture, DRAWN_TEXTURE)
         * min(1.0, share / DRAWN_WHITE_SHARE)
     )
 
@@ -1001,14 +1002,12 @@ def drawn_flat(image: LoadedImage) -> float:
         if float(colour @ _BT601) >= DRAWN_WHITE:
             return 0.0
         back = np.abs(rgb - colour).max(axis=2) <= DRAWN_FLAT_CODES
-        lo, hi = DRAWN_FLAT_SHARE
-        share = float(np.clip((float(back.mean()) - lo) / (hi - lo), 0.0, 1.0))
+        share = 1.0 - _falling(float(back.mean()), DRAWN_FLAT_SHARE)
         if share == 0.0 or back.all():
             return 0.0
         if jpeg_quality(image) < FLAT_JPEG or blockiness(image) >= FLAT_BLOCKS:
             return 0.0
-        lo, hi = DRAWN_TEXTURE
-        return share * float(np.clip((hi - _texture(_luma(rgb), back)) / (hi - lo), 0.0, 1.0))
+        return share * _falling(_texture(_luma(rgb), back), DRAWN_TEXTURE)
 
     return _cached(image, "det:drawn_flat", make)
 
@@ -1023,8 +1022,7 @@ def drawn_plain(image: LoadedImage) -> float:
     """How far the image is a drawing whose background holds no noise: ``drawn_flat`` (its
     background is exact to two codes), or ``drawn_white`` times how plain its white is
     (``DRAWN_FLAT_WHITE``: the white tolerates 18 codes, noise would hide in it)."""
-    lo, hi = DRAWN_FLAT_WHITE
-    plain = float(np.clip((drawn_parts(image)[3] - lo) / (hi - lo), 0.0, 1.0))
+    plain = 1.0 - _falling(drawn_parts(image)[3], DRAWN_FLAT_WHITE)
     return max(drawn_white(image) * plain, drawn_flat(image))
 
 
