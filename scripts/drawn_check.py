@@ -31,14 +31,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _read(path: Path) -> tuple[float, float, float, float, float]:
-    """(white share, light tones per white sample, texture, drawn_white, drawn_flat) of one
-    image."""
+    """(white share, light tones outside fills per white sample, texture, drawn_white,
+    drawn_flat) of one image."""
     from agentiqa_cli.imaging.load import load_image
     from agentiqa_cli.tools.detectors import drawn_flat, drawn_parts, drawn_white
 
     image = load_image(path)
-    share, shoulder, texture, _ = drawn_parts(image)
-    return share, min(99.0, shoulder), texture, drawn_white(image), drawn_flat(image)
+    share, shoulder, fills, texture, _ = drawn_parts(image)
+    return share, min(99.0, shoulder - fills), texture, drawn_white(image), drawn_flat(image)
 
 
 def main() -> int:

@@ -898,6 +898,37 @@ DRAWN_WHITE_SHARE = 0.3  # white area from which the background is the white tha
 # the design drawings flagged "noisy" (scatter plots of many small markers), 0.95 with a
 # noise of 0.005 added, 0.74 with 0.01, 0.47 with 0.02. Noise on the white is noise.
 DRAWN_FLAT_WHITE = (0.9, 0.96)  # share of flat white neighbours: noisy below, plain above
+# A drawing's light tones are its fills (pastel regions, a table's grey rows, a dialog's
+# panels): few exact colours, each over a large area and alone among the colours near it,
+# while a photo's tones rolling into the clip are graded, every code in a thin band. Light
+# samples of a colour that covers DRAWN_FILL[0] of the grid or more, and at least
+# DRAWN_FILL[1] of its bin of 8 codes a channel, are fills, not shoulder. The bin keeps a
+# pixelated photo's light blocks out (neighbouring blocks differ by a code or two: the fit
+# set's black-and-white photos pixelated at levels 3-5 read as drawings 4 times in 60
+# without it, never with it). Design drawings read as drawings where a third or more is
+# white: 87.0% -> 92.9%; fit images of that kind: 8.0%, unchanged. Fills are exact colours
+# only where no coarse save made flat areas (FLAT_JPEG, FLAT_BLOCKS, as for drawn_flat): a
+# high-key photo saved at level 4-5 has flat light blocks of one colour.
+DRAWN_FILL = (0.002, 0.5)
+
+
+def _colours(image: LoadedImage) -> tuple[F32, F32]:
+    """Per ``_grid`` sample (2-D): the share of the grid at its exact colour (8-bit RGB),
+    and that share over the share in its bin of 8 codes a channel (how far its colour is
+    alone among the colours near it)."""
+
+    def make() -> tuple[F32, F32]:
+        q = np.rint(_grid(image) * 255.0).astype(np.int32)
+        n = np.float32(q.shape[0] * q.shape[1])
+        key = ((q[..., 0] << 16) | (q[..., 1] << 8) | q[..., 2]).ravel()
+        _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        exact = (counts[inverse] / n).astype(np.float32).reshape(q.shape[:2])
+        b = q >> 3  # 32 bins a channel: few enough to count directly
+        bins = ((b[..., 0] << 10) | (b[..., 1] << 5) | b[..., 2]).ravel()
+        near = (np.bincount(bins, minlength=1 << 15)[bins] / n).astype(np.float32)
+        return exact, exact / near.reshape(q.shape[:2])
+
+    return _cached(image, "det:colours", make)
 
 
 def _falling(v: float, lo_hi: tuple[float, float]) -> float:
@@ -924,23 +955,28 @@ def _texture(lum: F32, back: NDArray[np.bool_]) -> float:
     return min(_textured(step[~back[:-1, :-1]]), _textured(step[~near[:-1, :-1]]))
 
 
-def drawn_parts(image: LoadedImage) -> tuple[float, float, float, float]:
+def drawn_parts(image: LoadedImage) -> tuple[float, float, float, float, float]:
     """What ``drawn_white`` reads, on the sampling grid: the share of white (luma at least
-    ``DRAWN_WHITE``), the light tones (luma 0.7 and up) per white sample, the texture of
-    the rest (``_texture``), and the share of neighbouring white samples within 1.5 codes
-    of each other (how plain the white is)."""
+    ``DRAWN_WHITE``), the light tones (luma 0.7 and up) per white sample, those of them in
+    fill colours (``DRAWN_FILL``) per white sample, the texture of the rest (``_texture``),
+    and the share of neighbouring white samples within 1.5 codes of each other (how plain
+    the white is)."""
 
-    def make() -> tuple[float, float, float, float]:
+    def make() -> tuple[float, float, float, float, float]:
         lum = _luma(_grid(image))
         white = lum >= DRAWN_WHITE
         share = float(white.mean())
         if share == 0.0 or min(lum.shape) < 3:
-            return share, 0.0, 0.0, 0.0
-        shoulder = float(((lum >= 0.7) & ~white).mean()) / share
+            return share, 0.0, 0.0, 0.0, 0.0
+        light = (lum >= 0.7) & ~white
+        shoulder = float(light.mean()) / share
+        exact, alone = _colours(image)
+        fill = (exact >= DRAWN_FILL[0]) & (alone >= DRAWN_FILL[1])
+        fills = float((light & fill).mean()) / share
         pairs = white[:, 1:] & white[:, :-1]
         steps = np.abs(np.diff(lum, axis=1))[pairs]
         plain = float((steps <= 1.5 / 255).mean()) if steps.size else 0.0
-        return share, shoulder, _texture(lum, white), plain
+        return share, shoulder, fills, _texture(lum, white), plain
 
     return _cached(image, "det:drawn", make)
 
@@ -949,14 +985,16 @@ def drawn_white(image: LoadedImage) -> float:
     """How far the image's white reads as a drawing's background, not as clipped light:
     0 (a photograph, no white, or a blank frame) to 1 (a plot, a page, a screenshot on
     white). The product of three ramps over ``drawn_parts``: the highlight shoulder
-    (``DRAWN_SHOULDER``), the photographic texture of the content (``DRAWN_TEXTURE``) and
+    (``DRAWN_SHOULDER``; light fills of a few exact colours left out), the photographic texture of the content (``DRAWN_TEXTURE``) and
     the share of white (up to ``DRAWN_WHITE_SHARE``). The readings a drawing's design trips
     (over-exposure, blocks: ``tools/builtin.py``) stand aside by it, so a chart is not
     "over-exposed"; an over-exposed photo whose remains look drawn (power lines on a sky
     blown to white) reads as one too."""
-    share, shoulder, texture, _ = drawn_parts(image)
+    share, shoulder, fills, texture, _ = drawn_parts(image)
     if share == 0.0 or share > 1.0 - DRAWN_CONTENT:
         return 0.0
+    if fills > 0.0 and not _coarse_saved(image):
+        shoulder -= fills  # light fills are a drawing's design, not a roll into the clip
     return (
         _falling(shoulder, DRAWN_SHOULDER)
         * _falling(texture, DRAWN_TEXTURE)
@@ -982,6 +1020,11 @@ FLAT_JPEG = 70.0  # jpeg_quality below this: a coarse save made the flat areas
 FLAT_BLOCKS = 1.5  # blockiness from this: the same
 
 
+def _coarse_saved(image: LoadedImage) -> bool:
+    """A save coarser than a camera's made flat areas (``FLAT_JPEG``, ``FLAT_BLOCKS``)."""
+    return jpeg_quality(image) < FLAT_JPEG or blockiness(image) >= FLAT_BLOCKS
+
+
 def drawn_flat(image: LoadedImage) -> float:
     """How far the image is a drawing on a flat background that is not white: 0 to 1. The
     product of two ramps: the share of grid samples within ``DRAWN_FLAT_CODES`` of the most
@@ -993,19 +1036,16 @@ def drawn_flat(image: LoadedImage) -> float:
         rgb = _grid(image)
         if min(rgb.shape[:2]) < 3:
             return 0.0
-        q = np.rint(rgb * 255.0).astype(np.int32)
-        values, counts = np.unique(
-            (q[..., 0] << 16) | (q[..., 1] << 8) | q[..., 2], return_counts=True
-        )
-        mode = int(values[np.argmax(counts)])
-        colour = np.array([mode >> 16, (mode >> 8) & 255, mode & 255], np.float32) / 255.0
+        # the most frequent exact colour
+        mode = np.unravel_index(int(np.argmax(_colours(image)[0])), rgb.shape[:2])
+        colour = np.rint(rgb[mode] * 255.0) / np.float32(255.0)
         if float(colour @ _BT601) >= DRAWN_WHITE:
             return 0.0
         back = np.abs(rgb - colour).max(axis=2) <= DRAWN_FLAT_CODES
         share = 1.0 - _falling(float(back.mean()), DRAWN_FLAT_SHARE)
         if share == 0.0 or back.all():
             return 0.0
-        if jpeg_quality(image) < FLAT_JPEG or blockiness(image) >= FLAT_BLOCKS:
+        if _coarse_saved(image):
             return 0.0
         return share * _falling(_texture(_luma(rgb), back), DRAWN_TEXTURE)
 
@@ -1022,7 +1062,7 @@ def drawn_plain(image: LoadedImage) -> float:
     """How far the image is a drawing whose background holds no noise: ``drawn_flat`` (its
     background is exact to two codes), or ``drawn_white`` times how plain its white is
     (``DRAWN_FLAT_WHITE``: the white tolerates 18 codes, noise would hide in it)."""
-    plain = 1.0 - _falling(drawn_parts(image)[3], DRAWN_FLAT_WHITE)
+    plain = 1.0 - _falling(drawn_parts(image)[4], DRAWN_FLAT_WHITE)
     return max(drawn_white(image) * plain, drawn_flat(image))
 
 
