@@ -898,18 +898,23 @@ DRAWN_WHITE_SHARE = 0.3  # white area from which the background is the white tha
 # the design drawings flagged "noisy" (scatter plots of many small markers), 0.95 with a
 # noise of 0.005 added, 0.74 with 0.01, 0.47 with 0.02. Noise on the white is noise.
 DRAWN_FLAT_WHITE = (0.9, 0.96)  # share of flat white neighbours: noisy below, plain above
-# A drawing's light tones are its fills (pastel regions, a table's grey rows, a dialog's
-# panels): few exact colours, each over a large area and alone among the colours near it,
-# while a photo's tones rolling into the clip are graded, every code in a thin band. Light
-# samples of a colour that covers DRAWN_FILL[0] of the grid or more, and at least
-# DRAWN_FILL[1] of its bin of 8 codes a channel, are fills, not shoulder. The bin keeps a
-# pixelated photo's light blocks out (neighbouring blocks differ by a code or two: the fit
-# set's black-and-white photos pixelated at levels 3-5 read as drawings 4 times in 60
-# without it, never with it). Design drawings read as drawings where a third or more is
-# white: 87.0% -> 92.9%; fit images of that kind: 8.0%, unchanged. Fills are exact colours
-# only where no coarse save made flat areas (FLAT_JPEG, FLAT_BLOCKS, as for drawn_flat): a
-# high-key photo saved at level 4-5 has flat light blocks of one colour.
+# A drawing's colours are fills (pastel regions, a table's grey rows, a dialog's panels,
+# markers): few exact colours, each over a large area and alone among the colours near it,
+# while a photo's tones are graded (a sky rolling into the clip has every code, each in a
+# thin band). Samples of a colour that covers DRAWN_FILL[0] of the grid or more, and at
+# least DRAWN_FILL[1] of its bin of 8 codes a channel, are fills: light ones are no
+# shoulder, and a step from or to one is no texture (the many small markers of a scatter
+# plot and their antialiasing). The bin keeps a pixelated photo's light blocks out
+# (neighbouring blocks differ by a code or two: the fit set's black-and-white photos
+# pixelated at levels 3-5 read as drawings 4 times in 60 without it, never with it), and a
+# camera JPEG's smooth sky, whose flat blocks repeat exact colours too. Design drawings read
+# as drawings where a third or more is white: 87.0% -> 95.3%; fit images of that kind: 8.0%,
+# unchanged. Fills are exact colours only where no coarse save made flat areas (FLAT_JPEG,
+# FLAT_BLOCKS, as for drawn_flat): a high-key photo saved at level 4-5 has flat light blocks
+# of one colour. Nor are a channel at its top code or a crushed black fills: clipping makes
+# a photo's colours repeat exactly (a brightened photo's blown areas, a black background).
 DRAWN_FILL = (0.002, 0.5)
+DRAWN_BLACK = 4.5 / 255  # luma at or below: a crushed black, which no fill is
 
 
 def _colours(image: LoadedImage) -> tuple[F32, F32]:
@@ -942,11 +947,27 @@ def _textured(steps: F32) -> float:
     return float(((steps > lo) & (steps < hi)).mean()) if steps.size >= 32 else 0.0
 
 
-def _texture(lum: F32, back: NDArray[np.bool_]) -> float:
-    """The share of steps to the next grid sample within ``DRAWN_STEPS``: the lower of that
-    among the samples off the background ``back`` and among those away from it (a thin
-    antialiased stroke has steps at its edges and no inside)."""
+def _fills(image: LoadedImage) -> NDArray[np.bool_]:
+    """Where a ``_grid`` sample is of a fill colour (``DRAWN_FILL``); nowhere where a coarse
+    save made the flat areas (``_coarse_saved``)."""
+
+    def make() -> NDArray[np.bool_]:
+        exact, alone = _colours(image)
+        fill = (exact >= DRAWN_FILL[0]) & (alone >= DRAWN_FILL[1])
+        # a clipped channel or a crushed black repeats exact colours in a photo too
+        fill &= ~_top_clipped(image) & (_luma(_grid(image)) > DRAWN_BLACK)
+        return fill if fill.any() and not _coarse_saved(image) else np.zeros_like(fill)
+
+    return _cached(image, "det:fills", make)
+
+
+def _texture(lum: F32, back: NDArray[np.bool_], fill: NDArray[np.bool_]) -> float:
+    """The share of steps to the next grid sample within ``DRAWN_STEPS``, a step from or to
+    a ``fill`` sample not counted (a fill's edge is a drawing's, its inside has none): the
+    lower of that among the samples off the background ``back`` and among those away from it
+    (a thin antialiased stroke has steps at its edges and no inside)."""
     step = np.hypot(np.diff(lum, axis=1)[:-1], np.diff(lum, axis=0)[:, :-1])
+    step[fill[:-1, :-1] | fill[:-1, 1:] | fill[1:, :-1]] = 0.0
     near = back.copy()  # the background or beside it (its 3x3 neighbourhood holds some)
     near[1:] |= back[:-1]
     near[:-1] |= back[1:]
@@ -958,9 +979,9 @@ def _texture(lum: F32, back: NDArray[np.bool_]) -> float:
 def drawn_parts(image: LoadedImage) -> tuple[float, float, float, float, float]:
     """What ``drawn_white`` reads, on the sampling grid: the share of white (luma at least
     ``DRAWN_WHITE``), the light tones (luma 0.7 and up) per white sample, those of them in
-    fill colours (``DRAWN_FILL``) per white sample, the texture of the rest (``_texture``),
-    and the share of neighbouring white samples within 1.5 codes of each other (how plain
-    the white is)."""
+    fill colours (``_fills``) per white sample, the texture of the rest (``_texture``), and
+    the share of neighbouring white samples within 1.5 codes of each other (how plain the
+    white is)."""
 
     def make() -> tuple[float, float, float, float, float]:
         lum = _luma(_grid(image))
@@ -969,14 +990,13 @@ def drawn_parts(image: LoadedImage) -> tuple[float, float, float, float, float]:
         if share == 0.0 or min(lum.shape) < 3:
             return share, 0.0, 0.0, 0.0, 0.0
         light = (lum >= 0.7) & ~white
+        fill = _fills(image)
         shoulder = float(light.mean()) / share
-        exact, alone = _colours(image)
-        fill = (exact >= DRAWN_FILL[0]) & (alone >= DRAWN_FILL[1])
         fills = float((light & fill).mean()) / share
         pairs = white[:, 1:] & white[:, :-1]
         steps = np.abs(np.diff(lum, axis=1))[pairs]
         plain = float((steps <= 1.5 / 255).mean()) if steps.size else 0.0
-        return share, shoulder, fills, _texture(lum, white), plain
+        return share, shoulder, fills, _texture(lum, white, fill), plain
 
     return _cached(image, "det:drawn", make)
 
@@ -985,18 +1005,17 @@ def drawn_white(image: LoadedImage) -> float:
     """How far the image's white reads as a drawing's background, not as clipped light:
     0 (a photograph, no white, or a blank frame) to 1 (a plot, a page, a screenshot on
     white). The product of three ramps over ``drawn_parts``: the highlight shoulder
-    (``DRAWN_SHOULDER``; light fills of a few exact colours left out), the photographic texture of the content (``DRAWN_TEXTURE``) and
-    the share of white (up to ``DRAWN_WHITE_SHARE``). The readings a drawing's design trips
+    (``DRAWN_SHOULDER``; light fills left out), the photographic texture of the content
+    (``DRAWN_TEXTURE``) and the share of white (up to ``DRAWN_WHITE_SHARE``). The readings a drawing's design trips
     (over-exposure, blocks: ``tools/builtin.py``) stand aside by it, so a chart is not
     "over-exposed"; an over-exposed photo whose remains look drawn (power lines on a sky
     blown to white) reads as one too."""
     share, shoulder, fills, texture, _ = drawn_parts(image)
     if share == 0.0 or share > 1.0 - DRAWN_CONTENT:
         return 0.0
-    if fills > 0.0 and not _coarse_saved(image):
-        shoulder -= fills  # light fills are a drawing's design, not a roll into the clip
     return (
-        _falling(shoulder, DRAWN_SHOULDER)
+        # light fills are a drawing's design, not tones rolling into the clip
+        _falling(shoulder - fills, DRAWN_SHOULDER)
         * _falling(texture, DRAWN_TEXTURE)
         * min(1.0, share / DRAWN_WHITE_SHARE)
     )
@@ -1047,7 +1066,7 @@ def drawn_flat(image: LoadedImage) -> float:
             return 0.0
         if _coarse_saved(image):
             return 0.0
-        return share * _falling(_texture(_luma(rgb), back), DRAWN_TEXTURE)
+        return share * _falling(_texture(_luma(rgb), back, _fills(image)), DRAWN_TEXTURE)
 
     return _cached(image, "det:drawn_flat", make)
 
