@@ -21,8 +21,13 @@ from agentiqa_cli.tools.builtin import DETECTORS, detect_all
 from agentiqa_cli.tools.cards import load_cards
 from agentiqa_cli.tools.detectors import (
     DRAWN_SHOULDER,
+    DRAWN_TEXTURE,
+    DRAWN_WHITE,
     SIGNAL_DETECTORS,
     SIGNALS,
+    _grid,
+    _luma,
+    _texture,
     blur_effect,
     drawn,
     drawn_flat,
@@ -844,6 +849,29 @@ def test_photos_made_flat_by_damage_are_not_drawings(photo):
     for quality in (5, 10):
         coarse = _img(_decoded(_decoded(field, format="JPEG", quality=quality), format="PNG"))
         assert drawn_flat(coarse) == 0.0, quality
+
+
+def test_a_dense_scatter_plot_has_no_photographic_texture(cards):
+    """Steps from or to a fill colour (a marker's inside, alone among the colours near it)
+    are no texture: 1,500 antialiased markers in three colours read as a drawing, where all
+    their edge steps made a photo's texture."""
+    from PIL import ImageDraw
+
+    big = Image.new("RGB", (2560, 1920), "white")
+    draw = ImageDraw.Draw(big)
+    rng = np.random.default_rng(0)
+    colours = [(31, 119, 180), (214, 39, 40), (44, 160, 44)]
+    for i in range(1500):
+        x, y = rng.uniform(100, 2460), rng.uniform(100, 1820)
+        draw.ellipse((x - 24, y - 24, x + 24, y + 24), fill=colours[i % 3])
+    px = np.asarray(big.resize((640, 480), Image.Resampling.LANCZOS), np.float32) / 255.0
+    image = _img(px)
+    lum = _luma(_grid(image))
+    white = lum >= DRAWN_WHITE
+    assert _texture(lum, white, np.zeros_like(white)) > DRAWN_TEXTURE[1]  # every step counted
+    assert drawn_parts(image)[3] < DRAWN_TEXTURE[0]
+    assert drawn_white(image) > 0.9
+    assert not _visible(findings(detect_all(image), cards), "Brightness change")
 
 
 def test_a_pixelated_bright_photo_has_no_fills(photo, cards):
