@@ -49,6 +49,7 @@ from agentiqa_cli.tools.camera_model import (
     HEADS,
     HELD_OUT_PHOTO,
     MODEL_PATH,
+    RESOLUTION_TARGETS,
     CameraModel,
 )
 from agentiqa_cli.tools.cards import Logistic, write_card_logistic
@@ -68,7 +69,6 @@ KIND_HEADS: dict[str, tuple[str, ...]] = {
     "noise_jpeg": ("noise", "compression"), "blur_jpeg": ("blur", "compression"),
     "lowlight_jpeg": ("under", "noise", "compression"), "shake_noise": ("blur", "noise"),
 }  # fmt: skip
-RESOLUTION_TARGETS = (4.8, 4.5, 3.4, 2.6, 1.6)
 CLEAN_WEIGHT = 8.0
 
 

@@ -23,6 +23,8 @@ from agentiqa_cli.tools.detectors import (
     DRAWN_SHOULDER,
     DRAWN_TEXTURE,
     DRAWN_WHITE,
+    LATTICE,
+    QUARTER,
     SIGNAL_DETECTORS,
     SIGNALS,
     _grid,
@@ -34,7 +36,10 @@ from agentiqa_cli.tools.detectors import (
     drawn_parts,
     drawn_plain,
     drawn_white,
+    enlarged,
     findings,
+    quarter_lattice,
+    resampling,
 )
 from agentiqa_cli.tools.logistic import logistic5
 from agentiqa_cli.tools.severity import severity_of
@@ -733,6 +738,44 @@ def _decoded(px: np.ndarray, **save: object) -> np.ndarray:
     buf = io.BytesIO()
     Image.fromarray((np.clip(px, 0, 1) * 255 + 0.5).astype(np.uint8)).save(buf, **save)
     return np.asarray(Image.open(buf).convert("RGB"), dtype=np.float32) / 255.0
+
+
+def test_an_enlargement_by_4_is_found_by_its_phase(cards):
+    """An enlargement by 4 puts its lattice on the 8x8 grid's second harmonic, which a
+    camera's save has too; where the original samples sit (px 1.5, 5.5, ... of each 8) tells
+    them apart. A reduction by nearest neighbour (no low-pass: its aliasing keeps detail the
+    blur head reads as kept) and a bilinear enlargement, then a q92 save: resolution loss;
+    the photo's own q92 and q15 saves, a defocus and a shake: none."""
+    from agentiqa_cli.bench.camera import DEFAULT_RECIPE, defocus, shake
+
+    photo = _photo("coffee", 768)
+    h, w = photo.shape[:2]
+    im = Image.fromarray((photo * 255 + 0.5).astype(np.uint8))
+    small = im.resize((w // 4, h // 4), Image.Resampling.NEAREST)
+    big = np.asarray(small.resize((w, h), Image.Resampling.BILINEAR), np.float32) / 255.0
+    blown = _img(_decoded(big, format="JPEG", quality=92, subsampling=0))
+    assert quarter_lattice(blown) >= QUARTER and resampling(blown) < LATTICE
+    assert enlarged(blown)
+    readings = detect_all(blown)
+    assert readings["camera_blur"] == 5.0  # the detail lost is the resolution finding's
+    found = findings(readings, cards)
+    assert _visible(found, "Sharpness"), found
+    others = [
+        _decoded(photo, format="JPEG", quality=92),
+        _decoded(photo, format="JPEG", quality=15),
+        _decoded(defocus(photo, 4, np.random.default_rng(0), DEFAULT_RECIPE), format="JPEG"),
+        _decoded(shake(photo, 4, np.random.default_rng(0), DEFAULT_RECIPE), format="JPEG"),
+    ]
+    for px in others:
+        assert quarter_lattice(_img(px)) < QUARTER
+    # a drawing's own lines on its 4 px grid (at px 1 or 5 of each 8: bars, ticks, hatching)
+    rng = np.random.default_rng(1)
+    page = np.ones((480, 640, 3), np.float32)
+    for x in rng.choice(np.arange(80, 560, 8), 30, replace=False) + rng.choice([1, 5], 30):
+        y0 = rng.integers(60, 300)
+        page[y0 : y0 + rng.integers(40, 160), x] = rng.uniform(0.1, 0.6)
+    page[400:404, 60:580] = 0.0
+    assert drawn_white(_img(page)) > 0.9 and not enlarged(_img(page))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.records import Finding
-from agentiqa_cli.tools.camera_model import shipped
+from agentiqa_cli.tools.camera_model import RESOLUTION_TARGETS, shipped
 from agentiqa_cli.tools.detectors import (
     CAMERA_HEADS,
     LATTICE,
@@ -17,6 +17,7 @@ from agentiqa_cli.tools.detectors import (
     drawn,
     drawn_plain,
     drawn_white,
+    enlarged,
     findings,
     jpeg_quality,
     resampling,
@@ -48,7 +49,7 @@ def _camera_head(head: str) -> Callable[[LoadedImage], float]:
     def read(image: LoadedImage) -> float:
         score = float(shipped().scores(image)[head])
         # detail lost to an upscale is the resolution detector's (a finding of its own)
-        if head == "blur" and resampling(image) >= LATTICE:
+        if head == "blur" and enlarged(image):
             return 5.0
         if head in DRAWN_ASIDE_HEADS:
             return score + (5.0 - score) * DRAWN_ASIDE_HEADS[head](image)
@@ -73,11 +74,17 @@ def _signal(name: str) -> Callable[[LoadedImage], float]:
 
 
 def resolution(image: LoadedImage) -> float:
-    """Resolution loss on 1-5: where an upscale's lattice is found (``resampling`` at least
-    ``LATTICE``), the camera model's score of the detail lost (its blur head); else 5."""
-    if resampling(image) < LATTICE:
+    """Resolution loss on 1-5: where an upscale's lattice is found (``detectors.enlarged``),
+    the camera model's score of the detail lost (its blur head); else 5. An enlargement by
+    4 found only by its phase (on the 8x8 grid's harmonic) reads no better than what an
+    enlargement by 4 is worth (``RESOLUTION_TARGETS``): the aliasing of a reduction without
+    a low-pass (nearest neighbour) leaves detail the blur head reads as kept."""
+    if not enlarged(image):
         return 5.0
-    return float(shipped().scores(image)["blur"])
+    detail = float(shipped().scores(image)["blur"])
+    if resampling(image) >= LATTICE:
+        return detail
+    return min(detail, RESOLUTION_TARGETS[3])
 
 
 DETECTORS: dict[str, Callable[[LoadedImage], float]] = {

@@ -34,6 +34,10 @@ HEADS: tuple[str, ...] = CAMERA_HEADS
 # the scikit-image photo the model is not trained on (tests/test_camera_model.py reads it)
 HELD_OUT_PHOTO = "chelsea"
 MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "tool_cards" / "camera_model.json"
+# what resolution loss is worth (the blur head's training target) by the factor the image
+# was enlarged by, 1.5, 2, 3, 4 and 6 (bench.camera's levels): a 2x upscale viewed at
+# fit-to-screen is still good
+RESOLUTION_TARGETS = (4.8, 4.5, 3.4, 2.6, 1.6)
 
 
 # standardized inputs are clipped to this many spreads: a reading far outside the training
