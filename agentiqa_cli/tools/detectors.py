@@ -948,8 +948,9 @@ def _textured(steps: F32) -> float:
 
 
 def _fills(image: LoadedImage) -> NDArray[np.bool_]:
-    """Where a ``_grid`` sample is of a fill colour (``DRAWN_FILL``); nowhere where a coarse
-    save made the flat areas (``_coarse_saved``)."""
+    """Where a ``_grid`` sample is of a fill colour (``DRAWN_FILL``), not clipped and not a
+    crushed black (``DRAWN_BLACK``); nowhere where a coarse save made the flat areas
+    (``_coarse_saved``)."""
 
     def make() -> NDArray[np.bool_]:
         exact, alone = _colours(image)
@@ -1006,10 +1007,10 @@ def drawn_white(image: LoadedImage) -> float:
     0 (a photograph, no white, or a blank frame) to 1 (a plot, a page, a screenshot on
     white). The product of three ramps over ``drawn_parts``: the highlight shoulder
     (``DRAWN_SHOULDER``; light fills left out), the photographic texture of the content
-    (``DRAWN_TEXTURE``) and the share of white (up to ``DRAWN_WHITE_SHARE``). The readings a drawing's design trips
-    (over-exposure, blocks: ``tools/builtin.py``) stand aside by it, so a chart is not
-    "over-exposed"; an over-exposed photo whose remains look drawn (power lines on a sky
-    blown to white) reads as one too."""
+    (``DRAWN_TEXTURE``) and the share of white (up to ``DRAWN_WHITE_SHARE``). The readings
+    a drawing's design trips (over-exposure, blocks: ``tools/builtin.py``) stand aside by
+    it, so a chart is not "over-exposed"; an over-exposed photo whose remains look drawn
+    (power lines on a sky blown to white) reads as one too."""
     share, shoulder, fills, texture, _ = drawn_parts(image)
     if share == 0.0 or share > 1.0 - DRAWN_CONTENT:
         return 0.0
