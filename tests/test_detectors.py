@@ -38,6 +38,7 @@ from agentiqa_cli.tools.detectors import (
     drawn_white,
     enlarged,
     findings,
+    motion_length,
     quarter_lattice,
     resampling,
 )
@@ -538,8 +539,6 @@ def test_flat_saturated_design_with_crisp_edges_is_not_low_contrast_or_blurry(ca
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_linear_motion_blur_is_found_at_any_angle_with_its_length(photo, cards, seed):
-    from agentiqa_cli.tools.detectors import motion_length
-
     assert motion_length(_img(photo)) == 0.0
     for level, length in ((2, 9), (4, 23)):  # bench.synth: a line of that length, random angle
         smeared = distort(photo, "motion_blur", level, np.random.default_rng(seed))
@@ -915,6 +914,28 @@ def test_a_dense_scatter_plot_has_no_photographic_texture(cards):
     assert drawn_parts(image)[3] < DRAWN_TEXTURE[0]
     assert drawn_white(image) > 0.9
     assert not _visible(findings(detect_all(image), cards), "Brightness change")
+
+
+def test_evenly_spaced_error_bars_are_no_motion(cards):
+    """A plot's evenly spaced error bars make a deep cepstral dip, as a linear motion does;
+    but a motion smears every edge along it, and the plot's stay crisp (CRISP_PATTERN)."""
+    from PIL import ImageDraw
+
+    s = 4  # drawn at 4x, then reduced: antialiased lines
+    big = Image.new("RGB", (750 * s, 525 * s), "white")
+    draw = ImageDraw.Draw(big)
+    xs = np.arange(100, 680, 10) * s
+    ys = (255 + 190 * np.sin(xs / s / 95.0)) * s
+    blue = (0, 114, 189)
+    draw.line(list(zip(xs.tolist(), ys.tolist(), strict=True)), fill=blue, width=s)
+    for x, y in zip(xs, ys, strict=True):
+        draw.line((x, y - 14 * s, x, y + 14 * s), fill=blue, width=s)
+        for cap in (y - 14 * s, y + 14 * s):
+            draw.line((x - 3 * s, cap, x + 3 * s, cap), fill=blue, width=s)
+    px = np.asarray(big.resize((750, 525), Image.Resampling.LANCZOS), np.float32) / 255.0
+    image = _img(px)
+    assert motion_length(image) == 0.0
+    assert not _visible(findings(detect_all(image), cards), "Blurs")
 
 
 def test_a_pixelated_bright_photo_has_no_fills(photo, cards):

@@ -367,6 +367,11 @@ MOTION_APART = 0.7
 # direction but one wood grain's (0.28, its cepstrum has no dip) and 0.55 and more along their
 # deepest long dip; the motion blurs of 9-33 px with a weak dip read 0.08-0.43
 CRISP_ALONG = 0.45
+# A deep dip can be a pattern's period too: a plot's evenly spaced markers or error bars.
+# A motion smears every edge along it (a step smeared by 4 px reads 0.64, by 5 px 0.55:
+# ``_edge_after_motion``); the fit set's motion blurs and shakes with a deep dip read at most
+# 0.72 along it, the design drawings' chance dips 0.9 and more.
+CRISP_PATTERN = 0.8
 # pixelation reading from which an image counts as pixelated (blocks of 2 px and more read 0.5+)
 PIXELATED = 0.3
 MOTION_RING = (4.0, 64.0)  # lengths searched, px of the detail plane
@@ -400,8 +405,10 @@ def motion_length(image: LoadedImage) -> float:
     """Length in px (of the viewing-scale plane) of a uniform linear motion blur, from the
     cepstrum of the central square of the detail plane; 0 when there is none. A spike in a
     second direction too (pixelation's and JPEG's blocks repeat along both axes) is not
-    one linear motion, and reads 0. A weak spike (``MOTION_WEAK_Z``) counts only when it is
-    long, alone, and confirmed by the image itself: nothing crisp along its direction."""
+    one linear motion, and reads 0, nor is one along which edges stay crisp
+    (``CRISP_PATTERN``: a pattern's period). A weak spike (``MOTION_WEAK_Z``) counts only
+    when it is long, alone, and confirmed by the image itself: nothing crisp along its
+    direction."""
 
     def make() -> float:
         g = _detail(image)
@@ -426,7 +433,12 @@ def motion_length(image: LoadedImage) -> float:
         i = int(np.argmin(z))
         if z[i] <= MOTION_Z:
             # as deep in a second direction: not one linear motion
-            return float(ring.r[i]) if other(i) > MOTION_Z else 0.0
+            if other(i) <= MOTION_Z:
+                return 0.0
+            length = float(ring.r[i])
+            # edges that stay crisp along it: a pattern's period, not a motion
+            along = _crisp_along(image, float(ring.y[i]) / length, float(ring.x[i]) / length)
+            return length if along < CRISP_PATTERN else 0.0
         # a weak spike: the deepest long one (short dips of texture can be deeper)
         i = int(np.argmin(np.where(ring.r >= MOTION_WEAK_LENGTH, z, np.inf)))
         if z[i] > MOTION_WEAK_Z or other(i) <= MOTION_APART * float(z[i]):
