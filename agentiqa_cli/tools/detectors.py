@@ -172,6 +172,11 @@ def _grid(image: LoadedImage) -> F32:
     return _cached(image, "det:grid", make)
 
 
+def _grid_luma(image: LoadedImage) -> F32:
+    """The luma of ``_grid`` (2-D), made once for the exposure and drawing readings."""
+    return _cached(image, "det:grid_luma", lambda: _luma(_grid(image)))
+
+
 def _sample(image: LoadedImage) -> F32:
     return _cached(image, "det:sample", lambda: _grid(image).reshape(-1, 3))
 
@@ -876,7 +881,7 @@ def overexposure(image: LoadedImage) -> float:
     """
     top = _top_clipped(image)
     clipped = float((top[:, 1:] & top[:, :-1]).mean()) if top.shape[1] > 1 else 0.0
-    lum = _luma(_grid(image))
+    lum = _grid_luma(image)
     # squared: tones just above the knee (pale wood, mist) count little, near-white ones fully
     shoulder = float((np.clip((lum - NEAR_WHITE) / (1.0 - NEAR_WHITE), 0.0, 1.0) ** 2).mean())
     return clipped + 0.5 * shoulder
@@ -968,7 +973,7 @@ def _fills(image: LoadedImage) -> NDArray[np.bool_]:
         exact, alone = _colours(image)
         fill = (exact >= DRAWN_FILL[0]) & (alone >= DRAWN_FILL[1])
         # a clipped channel or a crushed black repeats exact colours in a photo too
-        fill &= ~_top_clipped(image) & (_luma(_grid(image)) > DRAWN_BLACK)
+        fill &= ~_top_clipped(image) & (_grid_luma(image) > DRAWN_BLACK)
         return fill if fill.any() and not _coarse_saved(image) else np.zeros_like(fill)
 
     return _cached(image, "det:fills", make)
@@ -997,7 +1002,7 @@ def drawn_parts(image: LoadedImage) -> tuple[float, float, float, float, float]:
     white is)."""
 
     def make() -> tuple[float, float, float, float, float]:
-        lum = _luma(_grid(image))
+        lum = _grid_luma(image)
         white = lum >= DRAWN_WHITE
         share = float(white.mean())
         if share == 0.0 or min(lum.shape) < 3:
@@ -1079,7 +1084,7 @@ def drawn_flat(image: LoadedImage) -> float:
             return 0.0
         if _coarse_saved(image):
             return 0.0
-        return share * _falling(_texture(_luma(rgb), back, _fills(image)), DRAWN_TEXTURE)
+        return share * _falling(_texture(_grid_luma(image), back, _fills(image)), DRAWN_TEXTURE)
 
     return _cached(image, "det:drawn_flat", make)
 
