@@ -846,6 +846,29 @@ def test_a_drawing_saved_coarsely_still_reads_compressed(drawings, cards):
     assert _visible(findings(detect_all(coarse), cards), "Compression")
 
 
+def _sparse_plot() -> np.ndarray:
+    """A plot with one horizontal line, its frame and ticks on white: its blocks with
+    detail repeat a few exact contents."""
+    px = np.ones((600, 800, 3), np.float32)
+    px[60:62, 100:720] = px[538:540, 100:720] = 0.0
+    px[60:540, 100:102] = px[60:540, 718:720] = 0.0
+    px[147, 101:710], px[148, 101:710] = (0.3, 0.3, 0.9), (0.6, 0.6, 0.95)
+    for x in range(100, 720, 155):
+        px[530:538, x : x + 2] = 0.0
+    return px
+
+
+def test_a_sparse_plot_has_no_jpeg_lattice_unless_it_was_saved(monkeypatch):
+    """A few exact coefficient values are a lattice of any step they share: without the
+    ringing check (KEPT_FLAT) the PNG reads an extreme save. Its real q10 save rings, and
+    still reads coarse."""
+    plot = _sparse_plot()
+    assert DETECTORS["jpeg_quality"](_img(plot)) == 100.0
+    assert DETECTORS["jpeg_quality"](_img(_decoded(plot, format="JPEG", quality=10))) < 20
+    monkeypatch.setattr("agentiqa_cli.tools.detectors.KEPT_FLAT", 1.0)
+    assert DETECTORS["jpeg_quality"](_img(plot)) < 20
+
+
 def test_an_over_exposed_photo_is_not_a_drawing(photo, cards):
     from agentiqa_cli.bench.camera import DEFAULT_RECIPE, overexpose
 
