@@ -20,7 +20,8 @@ which no training series uses), to see whether the judgement holds for a pipelin
 saw; ``renders`` draws clean charts, text pages and dashboards on white and dark backgrounds
 (bench.renders) and reports how many ``assess`` judges clean and the gate passes;
 ``drawings`` does the same on plots from documentation packages the project never fitted on
-(bench.drawings.HELD_OUT, fetched into .cache/drawings).
+(bench.drawings.HELD_OUT, fetched into .cache/drawings), then measures how often the same
+plots saved as JPEG q20 are named compressed and fail the gate (no goal yet).
 
 --synthetic: the earlier check of the default no-reference score on synthetic distortions.
 
@@ -59,7 +60,7 @@ from PIL import Image
 from agentiqa_cli.batch import Process
 from agentiqa_cli.bench.builtin_fit import TARGETS, Reading, fit_detector, read_items
 from agentiqa_cli.bench.camera import size_series
-from agentiqa_cli.bench.drawings import HELD_OUT, drawings
+from agentiqa_cli.bench.drawings import HELD_OUT, drawings, jpeg_copies
 from agentiqa_cli.bench.goals import goals, judged_clean, passes_gate, recall_goals
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.realset import load_records
@@ -658,10 +659,14 @@ def renders_main(realset: Path, digest: str) -> None:
             print(f"  render judged damaged: {it.path.name} {r.score or 0:.2f} {_findings(r)}")
 
 
+COARSE_QUALITY = 20  # the drawings series' coarse JPEG copies
+
+
 def drawings_main(cache: Path, digest: str) -> None:
     """Drawings from documentation packages the project never fitted on (bench.drawings
     .HELD_OUT): judged clean and passing the gate, per package and in all; how often each
-    category was named, and the drawings judged damaged."""
+    category was named, and the drawings judged damaged. Then the same drawings saved as
+    JPEG at ``COARSE_QUALITY``: how often compression is named and the gate fails them."""
     try:
         paths = drawings(HELD_OUT, cache)
     except AgentIQAError as e:  # no apt-get, or the Debian archive out of reach
@@ -687,6 +692,20 @@ def drawings_main(cache: Path, digest: str) -> None:
                     named[f.category] = named.get(f.category, 0) + 1
             print(f"  drawing judged damaged: {p.name} {r.score or 0:.2f} {_findings(r)}")
     print("  categories named (moderate or worse):", named or "none")
+    # the same drawings saved coarsely: measured, no goal yet (docs/tools.md says why)
+    coarse = jpeg_copies(paths, cache / f"jpeg_q{COARSE_QUALITY}", COARSE_QUALITY)
+    judged, gated = _assess_and_gate(coarse, cache / "quality", digest)
+    named_compression = [
+        any(f.category == "Compression" and f.severity in MODERATE_OR_WORSE for f in r.distortions)
+        for r in judged
+    ]
+    failed = [passes_gate(r) is False for r in gated]
+    print(
+        f"  the same drawings saved at q{COARSE_QUALITY} (no goal yet): named compression "
+        f"{np.mean(named_compression):.1%}, judged damaged "
+        f"{np.mean([judged_clean(r) is False for r in judged]):.1%}, gate (min, 3) fails "
+        f"{np.mean(failed):.1%}"
+    )
 
 
 def main() -> int:

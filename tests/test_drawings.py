@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from agentiqa_cli.bench.drawings import MIN_SIDE, drawings
+from agentiqa_cli.bench.drawings import MIN_SIDE, drawings, jpeg_copies
 from agentiqa_cli.bench.realset import Runner
 
 FOLDER = "usr/share/doc/pkg/html/_images"
@@ -54,3 +54,20 @@ def test_samples_usable_pngs_per_package_in_name_order(tmp_path: Path) -> None:
     other = drawings({"pkg-a": FOLDER}, tmp_path, per_package=4, seed=1, run=_fake_runner(calls))
     assert other != got[:4]
     assert len(drawings({"pkg-a": FOLDER}, tmp_path, per_package=50, run=_fake_runner(calls))) == 10
+
+
+def test_jpeg_copies_show_transparency_over_white_and_are_made_once(tmp_path: Path) -> None:
+    """A transparent plot's copy is what the loader shows (white where it is transparent),
+    saved as a JPEG at the quality asked; a second call keeps the files."""
+    rgba = np.zeros((64, 96, 4), np.uint8)  # transparent black ...
+    rgba[20:24, :, 3] = 255  # ... but for an opaque black line
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "plot.png")
+    (copy,) = jpeg_copies([tmp_path / "plot.png"], tmp_path / "q20", 20)
+    assert copy.name == "000__plot_q20.jpg"
+    with Image.open(copy) as im:
+        assert im.format == "JPEG" and im.mode == "RGB"
+        px = np.asarray(im, dtype=np.float64)
+    assert px[:8].mean() > 240 and px[21].mean() < 60
+    stamp = copy.stat().st_mtime_ns
+    assert jpeg_copies([tmp_path / "plot.png"], tmp_path / "q20", 20) == [copy]
+    assert copy.stat().st_mtime_ns == stamp

@@ -63,3 +63,20 @@ def drawings(
         rng = np.random.default_rng([seed, zlib.crc32(pkg.encode())])
         out += [paths[i] for i in sorted(rng.permutation(len(paths))[:per_package])]
     return out
+
+
+def jpeg_copies(paths: list[Path], out_dir: Path, quality: int) -> list[Path]:
+    """Each drawing saved as a JPEG at ``quality`` in ``out_dir`` (once), its transparent
+    areas over white as the loader shows them: a drawing's own coarse save, which a gate on
+    screenshots and plots should fail."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for i, path in enumerate(paths):
+        copy = out_dir / f"{i:03d}__{path.stem}_q{quality}.jpg"
+        if not copy.exists():
+            with Image.open(path) as im:
+                rgba = im.convert("RGBA")
+                white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+                Image.alpha_composite(white, rgba).convert("RGB").save(copy, quality=quality)
+        out.append(copy)
+    return out
