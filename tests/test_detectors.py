@@ -27,8 +27,7 @@ from agentiqa_cli.tools.detectors import (
     QUARTER,
     SIGNAL_DETECTORS,
     SIGNALS,
-    _grid,
-    _luma,
+    _grid_luma,
     _texture,
     blur_effect,
     drawn,
@@ -931,7 +930,7 @@ def test_a_dense_scatter_plot_has_no_photographic_texture(cards):
         draw.ellipse((x - 24, y - 24, x + 24, y + 24), fill=colours[i % 3])
     px = np.asarray(big.resize((640, 480), Image.Resampling.LANCZOS), np.float32) / 255.0
     image = _img(px)
-    lum = _luma(_grid(image))
+    lum = _grid_luma(image)
     white = lum >= DRAWN_WHITE
     assert _texture(lum, white, np.zeros_like(white)) > DRAWN_TEXTURE[1]  # every step counted
     assert drawn_parts(image)[3] < DRAWN_TEXTURE[0]

@@ -746,8 +746,10 @@ def _grid_quality(planes: list[F32]) -> float:
     )
     c = blocks.astype(np.float64) @ _BASIS
     quality = _quality(c)
+    if quality == 100.0:  # no lattice: most images, which need no copy of their blocks
+        return quality
     detail = blocks[(np.abs(c) >= DETAIL_FLOOR).any(axis=1)]
-    if quality == 100.0 or detail.shape[0] == 0:
+    if detail.shape[0] == 0:
         return quality
     kept = 0.0
     for ends in (detail.max(axis=1), detail.min(axis=1)):
