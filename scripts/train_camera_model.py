@@ -39,6 +39,7 @@ from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, read_manifest,
 from agentiqa_cli.tools.camera_features import (
     BAND_FEATURES,
     DETECTOR_FEATURES,
+    DIRECTION_FEATURES,
     FEATURES,
     JPEG_FEATURES,
     NSS_FEATURES,
@@ -124,6 +125,13 @@ def _read_nss(path: str) -> list[float]:
     return scene_statistics(load_image(path))
 
 
+def _read_directions(path: str) -> list[float]:
+    from agentiqa_cli.imaging.load import load_image
+    from agentiqa_cli.tools.camera_features import directions
+
+    return directions(load_image(path))
+
+
 def _read_jpeg(path: str) -> list[float]:
     from agentiqa_cli.imaging.load import load_image
     from agentiqa_cli.tools.camera_features import jpeg_quality
@@ -160,6 +168,9 @@ def read_features(items: list[SynthItem], fitset: Path) -> np.ndarray:
         _cached_readings(items, fitset / "camera_octaves.json", len(OCTAVE_FEATURES), _read_octaves),
         _cached_readings(items, fitset / "camera_jpeg.json", len(JPEG_FEATURES), _read_jpeg),
         _cached_readings(items, fitset / "camera_nss.json", len(NSS_FEATURES), _read_nss),
+        _cached_readings(
+            items, fitset / "camera_directions.json", len(DIRECTION_FEATURES), _read_directions
+        ),
     ])  # fmt: skip
     assert x.shape[1] == len(FEATURES)
     return x
@@ -234,6 +245,32 @@ def jpeg_logistic(quality: np.ndarray, items: list[SynthItem]) -> Logistic:
     )
 
 
+# the model is the mean of this many networks fitted alike from different starting weights:
+# on the fit set's leave-photos-out folds, five against one lowered the blur head's error
+# 0.801 -> 0.793 and the over-exposure head's 0.551 -> 0.429 (one fold's fit had wandered)
+MEMBERS = 5
+
+
+def fit_model(
+    x: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    args: argparse.Namespace,
+    pairs: np.ndarray,
+    seed: int,
+    source: str,
+) -> CameraModel:
+    """``args.members`` networks, each from its own starting weights (``seed``, ``seed +
+    100``, ...), as one model."""
+    nets = [
+        fit_network(
+            x, y, w, args.hidden, args.l2, seed + 100 * m, not args.shared, pairs, args.mono
+        )
+        for m in range(args.members)
+    ]
+    return CameraModel.from_networks(nets, source)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -242,6 +279,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=MODEL_PATH)
     ap.add_argument("--hidden", type=int, default=40)
     ap.add_argument("--l2", type=float, default=1e-3)
+    ap.add_argument(
+        "--members", type=int, default=MEMBERS, help="networks fitted, from different starts"
+    )
     ap.add_argument(
         "--shared",
         action="store_true",
@@ -273,12 +313,19 @@ def main() -> int:
         index = np.cumsum(tr) - 1  # an item's row among the training rows
         keep = tr[pairs[:, 0]] & tr[pairs[:, 1]]
         fold_pairs = np.column_stack([index[pairs[keep, 0]], index[pairs[keep, 1]], pairs[keep, 2]])
-        net = fit_network(
-            x[tr], y[tr], w[tr], args.hidden, args.l2, k, not args.shared, fold_pairs, args.mono
+        pred[~tr] = fit_model(x[tr], y[tr], w[tr], args, fold_pairs, seed=k, source="").predict(
+            x[~tr]
         )
-        pred[~tr] = net.predict(x[~tr])
-    net = fit_network(x, y, w, args.hidden, args.l2, 0, not args.shared, pairs, args.mono)
-    fit = net.predict(x)
+    model = fit_model(
+        x,
+        y,
+        w,
+        args,
+        pairs,
+        seed=0,
+        source=(f"scripts/train_camera_model.py on {len(items)} images of {len(names)} fit images"),
+    )
+    fit = model.predict(x)
     print(f"\n{'head':12s} {'rmse fit':>9s} {'rmse cv':>8s} {'clean<4.6 cv':>13s}")
     for j, h in enumerate(HEADS):
         rm = np.sqrt(np.mean((fit[:, j] - y[:, j]) ** 2))
@@ -288,8 +335,7 @@ def main() -> int:
     lo, hi, j = pairs.T  # each level against the one before it, as the hinge reads them
     rises = int(np.sum(fit[hi, j] - fit[lo, j] > 0.15))
     print(f"level steps where a head's output rises by more than 0.15 (fit): {rises}")
-    CameraModel.from_network(net, source=f"scripts/train_camera_model.py on {len(items)} "
-                             f"images of {len(names)} fit images").save(args.out)  # fmt: skip
+    model.save(args.out)
     print(f"wrote {args.out}")
     if args.cards is not None:
         for j, h in enumerate(HEADS):

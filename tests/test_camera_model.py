@@ -11,12 +11,19 @@ from PIL import Image
 
 from agentiqa_cli.bench.camera import camera_damage
 from agentiqa_cli.bench.synth import sample_photos
+from agentiqa_cli.errors import ConfigError
 from agentiqa_cli.imaging import distort
 from agentiqa_cli.imaging.distort import item_rng
 from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.builtin import DETECTORS
-from agentiqa_cli.tools.camera_features import FEATURES, NSS_FEATURES, features, scene_statistics
+from agentiqa_cli.tools.camera_features import (
+    FEATURES,
+    NSS_FEATURES,
+    directions,
+    features,
+    scene_statistics,
+)
 from agentiqa_cli.tools.camera_fit import fit_network
 from agentiqa_cli.tools.camera_model import (
     HEADS,
@@ -137,6 +144,48 @@ def test_monotone_pairs_make_a_head_fall_along_its_series() -> None:
 
     assert rises(fit_network(x, y, w, hidden=8, l2=1e-4)) > 30
     assert rises(fit_network(x, y, w, hidden=8, l2=1e-4, pairs=pairs, mono=10.0)) == 0
+
+
+def test_a_model_is_the_mean_of_its_members_and_saves_them_all(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    d, k = len(FEATURES), len(HEADS)
+    x = rng.normal(size=(300, d))
+    y = np.clip(3 + x[:, :k], 1, 5)
+    nets = [fit_network(x, y, np.ones(300), hidden=10, l2=1e-3, seed=s) for s in (0, 1)]
+    model = CameraModel.from_networks(nets, "test")
+    a, b = (n.predict(x[:5]) for n in nets)
+    assert not np.allclose(a, b)  # two starts, two fits
+    assert np.allclose(model.predict(x[:5]), (a + b) / 2)
+    model.save(tmp_path / "m.json")
+    back = CameraModel.load(tmp_path / "m.json")
+    assert len(back.members) == 2
+    assert np.allclose(back.predict(x[:5]), model.predict(x[:5]), atol=1e-4)
+    (tmp_path / "none.json").write_text(
+        (tmp_path / "m.json").read_text().split('"members"')[0] + '"members": []}'
+    )
+    with pytest.raises(ConfigError, match="no networks"):
+        CameraModel.load(tmp_path / "none.json")
+
+
+def test_a_blur_along_one_direction_reads_in_that_direction(
+    photo: np.ndarray, tmp_path: Path
+) -> None:
+    # a shake smears detail along its path only: the gradient energy's fall from the coarse
+    # plane to the fine one is steepest along it (direction_fall), far steeper than across it
+    # (direction_spread); a defocus blurs every direction alike
+    def read(x: np.ndarray, name: str) -> list[float]:
+        Image.fromarray((np.clip(x, 0, 1) * 255 + 0.5).astype(np.uint8)).save(tmp_path / name)
+        return directions(load_image(tmp_path / name))
+
+    def smear(x: np.ndarray, along: int) -> np.ndarray:
+        return np.mean([np.roll(x, s, axis=along) for s in range(-7, 8)], axis=0)
+
+    fall, spread = read(photo, "clean.png")
+    across = [read(smear(photo, a), f"shake{a}.png") for a in (0, 1)]
+    defocus = read(distort.blur(photo, 3, np.random.default_rng(0)), "defocus.png")
+    for f, s in across:
+        assert f < fall - 1.0 and s > spread + 0.4, (f, s, fall, spread)
+    assert defocus[0] < fall - 1.0 and defocus[1] < min(s for _, s in across) - 0.4, defocus
 
 
 def test_separate_heads_read_only_their_own_units() -> None:

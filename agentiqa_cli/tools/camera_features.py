@@ -25,7 +25,9 @@ reading, these band and colour statistics:
   generalized-Gaussian shape and spread, and their correlation with each neighbour in four
   directions. Local normalization takes contrast and exposure out, so they read how a
   photo's pixels relate to their neighbours: an upscale or a blur correlates them, noise
-  decorrelates them, a JPEG save makes them peakier.
+  decorrelates them, a JPEG save makes them peakier;
+- a blur's direction (``directions``): the fall of gradient energy from a coarse plane to
+  the fine one along the direction where it falls most, and how much more than across it.
 
 Every plane is read at viewing scale, so a 2x or a 24 MP photo reads as its 1024 px view;
 below that the statistics follow the pixel grid: the model learns what a reading means on
@@ -83,8 +85,18 @@ NSS_FEATURES: tuple[str, ...] = tuple(
 MSCN_C = 1.0  # added to the local spread (8-bit code units): flat areas do not blow up
 NSS_BORDER = 3  # px left out at each edge, where the low-pass read mirrored pixels
 
+# a blur's direction: the fall of gradient energy from the coarse plane to the fine one in
+# the direction where it falls most (log2), and how much more it falls there than across
+DIRECTION_FEATURES: tuple[str, ...] = ("direction_fall", "direction_spread")
+DIRECTION_COARSE = 2  # the pyramid level whose low-pass plane is the coarse one (1/4 px)
+
 FEATURES: tuple[str, ...] = (
-    DETECTOR_FEATURES + BAND_FEATURES + OCTAVE_FEATURES + JPEG_FEATURES + NSS_FEATURES
+    DETECTOR_FEATURES
+    + BAND_FEATURES
+    + OCTAVE_FEATURES
+    + JPEG_FEATURES
+    + NSS_FEATURES
+    + DIRECTION_FEATURES
 )
 
 
@@ -266,6 +278,37 @@ def features(image: LoadedImage, readings: dict[str, float] | None = None) -> ND
         + [bands[n] for n in BAND_FEATURES]
         + octave_slopes(image)
         + [jpeg_quality(image)]
-        + scene_statistics(image),
+        + scene_statistics(image)
+        + directions(image),
         np.float64,
     )
+
+
+def _gradient_tensor(p: F32) -> NDArray[np.float64]:
+    """The mean outer product of ``p``'s gradient (forward differences): its quadratic form
+    gives the gradient energy along any direction."""
+    gx = (p[:-1, 1:] - p[:-1, :-1]).astype(np.float64).ravel()
+    gy = (p[1:, :-1] - p[:-1, :-1]).astype(np.float64).ravel()
+    n = max(1, gx.size)
+    xy = float(gx @ gy) / n
+    return np.array([[float(gx @ gx) / n, xy], [xy, float(gy @ gy) / n]])
+
+
+def directions(image: LoadedImage) -> list[float]:
+    """``DIRECTION_FEATURES``. A shake smears the light along its path: across the path
+    edges stay sharp, along it the fine detail is gone, so a photo blurred along its main
+    lines (a bridge's cables) still reads sharp in the sharpest places. The fine plane's
+    gradient energy over the coarse plane's, per direction, is a ratio of two quadratic forms;
+    its smallest and largest values are the generalized eigenvalues of the two tensors."""
+
+    def make() -> list[float]:
+        _, _, lows = _luma_planes(image)
+        k = min(DIRECTION_COARSE, len(lows) - 1)
+        fine = _gradient_tensor(lows[0]) + np.eye(2) * FLOOR
+        coarse = _gradient_tensor(lows[k]) + np.eye(2) * FLOOR
+        w, v = np.linalg.eigh(coarse)
+        half = v @ np.diag(w**-0.5) @ v.T
+        low, high = np.linalg.eigvalsh(half @ fine @ half)
+        return [math.log2(low), math.log2(high / low)]
+
+    return list(_cached(image, "cam:directions", make))

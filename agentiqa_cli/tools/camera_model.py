@@ -6,16 +6,18 @@ noise reduction, the JPEG save) changes what they read. This network maps the re
 exposure statistics) to one quality score in [1, 5] per distortion it names (``HEADS``),
 each a built-in detector of its own (``camera_<head>``, a tool card each). It is trained by
 ``scripts/train_camera_model.py`` (``make camera-model``) on the project's fit set only, on
-the CPU in about a minute; its weights ship as JSON beside the cards (a few kB).
+the CPU in about a minute; its weights ship as JSON beside the cards (about 130 kB).
 
 One hidden layer of tanh units, outputs ``1 + 4 · sigmoid``; inputs standardized with the
-training set's mean and spread, clipped to ±3 spreads. Fitting lives in
-``tools/camera_fit.py``, so scoring never imports the optimiser.
+training set's mean and spread, clipped to ±3 spreads. The model is the mean of a few such
+networks fitted from different starting weights. Fitting lives in ``tools/camera_fit.py``,
+so scoring never imports the optimiser.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -63,26 +65,35 @@ class Network:
         return 1.0 + 4.0 / (1.0 + np.exp(-(z @ self.w2 + self.b2)))
 
 
+NETWORK_FIELDS = ("mean", "scale", "w1", "b1", "w2", "b2")
+
+
 @dataclass(frozen=True)
 class CameraModel:
-    network: Network
+    """``members``: networks fitted alike from different starting weights; the model's
+    output is their mean, which a single fit's wobble in a corner of the feature space
+    cannot swing."""
+
+    members: tuple[Network, ...]
     features: tuple[str, ...]
     source: str
 
     @classmethod
-    def from_network(cls, net: Network, source: str) -> CameraModel:
-        return cls(net, FEATURES, source)
+    def from_networks(cls, nets: Sequence[Network], source: str) -> CameraModel:
+        return cls(tuple(nets), FEATURES, source)
+
+    def predict(self, x: F64) -> F64:
+        return np.mean([n.predict(x) for n in self.members], axis=0)
 
     def save(self, path: Path) -> None:
-        n = self.network
         data = {
             "heads": list(HEADS),
             "features": list(self.features),
             "source": self.source,
-            **{
-                f: np.round(getattr(n, f), 7).tolist()
-                for f in ("mean", "scale", "w1", "b1", "w2", "b2")
-            },
+            "members": [
+                {f: np.round(getattr(n, f), 7).tolist() for f in NETWORK_FIELDS}
+                for n in self.members
+            ],
         }
         Path(path).write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
 
@@ -92,16 +103,21 @@ class CameraModel:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
             if data["heads"] != list(HEADS) or data["features"] != list(FEATURES):
                 raise ValueError("its heads or features are not this version's")
-            net = Network(*(np.asarray(data[f], np.float64) for f in ("mean", "scale", "w1", "b1", "w2", "b2")))  # fmt: skip
+            nets = tuple(
+                Network(*(np.asarray(m[f], np.float64) for f in NETWORK_FIELDS))
+                for m in data["members"]
+            )
+            if not nets:
+                raise ValueError("it has no networks")
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ConfigError(f"camera model {path}: {e} (retrain it: make camera-model)") from None
-        return cls(net, FEATURES, str(data.get("source", "")))
+        return cls(nets, FEATURES, str(data.get("source", "")))
 
     def scores(self, image: LoadedImage) -> dict[str, float]:
         """Each head's score in [1, 5] for ``image`` (cached on it)."""
 
         def make() -> dict[str, float]:
-            y = self.network.predict(features(image)[None, :])[0]
+            y = self.predict(features(image)[None, :])[0]
             return {h: float(v) for h, v in zip(HEADS, y, strict=True)}
 
         return _cached(image, "cam:scores", make)
