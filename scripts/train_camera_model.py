@@ -316,15 +316,8 @@ def main() -> int:
         pred[~tr] = fit_model(x[tr], y[tr], w[tr], args, fold_pairs, seed=k, source="").predict(
             x[~tr]
         )
-    model = fit_model(
-        x,
-        y,
-        w,
-        args,
-        pairs,
-        seed=0,
-        source=(f"scripts/train_camera_model.py on {len(items)} images of {len(names)} fit images"),
-    )
+    source = f"scripts/train_camera_model.py on {len(items)} images of {len(names)} fit images"
+    model = fit_model(x, y, w, args, pairs, seed=0, source=source)
     fit = model.predict(x)
     print(f"\n{'head':12s} {'rmse fit':>9s} {'rmse cv':>8s} {'clean<4.6 cv':>13s}")
     for j, h in enumerate(HEADS):
