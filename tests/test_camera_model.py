@@ -18,6 +18,7 @@ from agentiqa_cli.imaging.load import load_image
 from agentiqa_cli.resources import default_cards_dir
 from agentiqa_cli.tools.builtin import DETECTORS
 from agentiqa_cli.tools.camera_features import (
+    DIRECTION_FEATURES,
     FEATURES,
     NSS_FEATURES,
     directions,
@@ -58,6 +59,20 @@ def test_shipped_weights_load_and_every_head_is_a_detector() -> None:
     assert set(HEADS) == {"blur", "noise", "compression", "under", "over"}
     for h in HEADS:
         assert f"camera_{h}" in DETECTORS
+
+
+def test_only_the_blur_head_reads_a_blur_direction(photo: np.ndarray, tmp_path: Path) -> None:
+    Image.fromarray((photo * 255 + 0.5).astype(np.uint8)).save(tmp_path / "p.png")
+    x = features(load_image(tmp_path / "p.png"))
+    moved = x.copy()
+    fall, spread = (FEATURES.index(f) for f in DIRECTION_FEATURES)
+    moved[fall] -= 1.6  # as a 15 px shake moves them on a fit photo
+    moved[spread] += 0.6
+    before, after = shipped().predict(x[None])[0], shipped().predict(moved[None])[0]
+    blur = HEADS.index("blur")
+    assert after[blur] < before[blur] - 0.05, (before, after)
+    others = [j for j in range(len(HEADS)) if j != blur]
+    assert np.array_equal(after[others], before[others])
 
 
 def test_heads_fall_with_their_damage_on_an_unseen_photo(photo: np.ndarray, tmp_path: Path) -> None:
@@ -199,6 +214,20 @@ def test_separate_heads_read_only_their_own_units() -> None:
     # a change in what head 1 reads (x[:, 1]) moves head 0 only through shared inputs: none
     a, b = np.zeros((1, 3)), np.array([[0.0, 2.0, 0.0]])
     assert abs(net.predict(a)[0, 0] - net.predict(b)[0, 0]) < 0.3
+
+
+def test_a_head_reads_only_the_inputs_it_is_given() -> None:
+    # head 0 depends on input 0 and head 1 on input 1; head 1 is not given input 0, so a
+    # change in input 0 cannot move it at all, while head 0 follows it
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 3))
+    y = np.stack([5 - 2 * (1 + np.tanh(x[:, 0])), 3 + np.tanh(x[:, 1])], axis=1)
+    reads = np.array([[True, False], [True, True], [True, True]])
+    net = fit_network(x, y, np.ones(300), hidden=8, l2=1e-4, separate=True, reads=reads)
+    a, b = np.zeros((1, 3)), np.array([[2.0, 0.0, 0.0]])
+    assert net.predict(a)[0, 1] == net.predict(b)[0, 1]
+    assert net.predict(a)[0, 0] - net.predict(b)[0, 0] > 1.0
+    assert (net.w1[0, 4:] == 0).all()  # head 1's units (the last four) hold no weight on it
 
 
 def test_a_photo_twice_the_size_reads_as_its_view(photo: np.ndarray, tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ def fit_network(
     pairs: NDArray[np.intp] | None = None,
     mono: float = 1.0,
     margin: float = 0.1,
+    reads: NDArray[np.bool_] | None = None,
 ) -> Network:
     """Weighted least squares with an L2 penalty on the weights, by L-BFGS. ``separate``:
     each output reads only its own share of the hidden units (one small network per head,
@@ -32,7 +33,10 @@ def fit_network(
     ``pairs`` (rows ``lower, higher, head``: sample ``higher`` carries more of that head's
     damage than sample ``lower``, e.g. the next level of one photo's series) add a squared
     hinge ``mono · max(0, out[higher] - out[lower] + margin)²`` (mean over pairs): the head
-    must fall with every level of every series it was trained on, not only on average."""
+    must fall with every level of every series it was trained on, not only on average.
+
+    ``reads`` (inputs × outputs, with ``separate``): which inputs each output's hidden units
+    read; the others' weights stay 0."""
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
     xs = _standard(x, mean, scale)
     d = xs.shape[1]
@@ -46,6 +50,11 @@ def fit_network(
         for j, units in enumerate(np.array_split(np.arange(hidden), k)):
             mask[units, j] = 1.0
 
+    mask_in = np.ones((d, hidden))
+    if separate and reads is not None:
+        for j, units in enumerate(np.array_split(np.arange(hidden), k)):
+            mask_in[:, units] = reads[:, j : j + 1]
+
     def unpack(theta: F64) -> list[F64]:
         out, i = [], 0
         for s, m in zip(shapes, sizes, strict=True):
@@ -55,6 +64,7 @@ def fit_network(
 
     def loss(theta: F64) -> tuple[float, F64]:
         w1, b1, w2, b2 = unpack(theta)
+        w1 = w1 * mask_in
         w2 = w2 * mask
         h = np.tanh(xs @ w1 + b1)
         s = 1.0 / (1.0 + np.exp(-(h @ w2 + b2)))
@@ -73,7 +83,7 @@ def fit_network(
         g_w2 = (h.T @ g_out + 2 * l2 * w2) * mask
         g_b2 = g_out.sum(axis=0)
         g_h = (g_out @ w2.T) * (1.0 - h**2)
-        g_w1 = xs.T @ g_h + 2 * l2 * w1
+        g_w1 = (xs.T @ g_h + 2 * l2 * w1) * mask_in
         g_b1 = g_h.sum(axis=0)
         return f, np.concatenate([g.ravel() for g in (g_w1, g_b1, g_w2, g_b2)])
 
@@ -82,4 +92,4 @@ def fit_network(
     theta[sum(sizes[:3]) :] = 2.0  # outputs start near the clean plateau
     res = minimize(loss, theta, jac=True, method="L-BFGS-B", options={"maxiter": 3000})
     w1, b1, w2, b2 = unpack(res.x)
-    return Network(mean, scale, w1, b1, w2 * mask, b2)
+    return Network(mean, scale, w1 * mask_in, b1, w2 * mask, b2)
