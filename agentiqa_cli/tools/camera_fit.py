@@ -44,16 +44,14 @@ def fit_network(
     shapes = [(d, hidden), (hidden,), (hidden, k), (k,)]
     sizes = [int(np.prod(s)) for s in shapes]
     w = weight / weight.sum()
-    mask = np.ones((hidden, k))
+    mask = np.ones((hidden, k))  # which hidden units feed each output
+    mask_in = np.ones((d, hidden))  # which inputs each hidden unit reads
     if separate:
         mask[:] = 0.0
         for j, units in enumerate(np.array_split(np.arange(hidden), k)):
             mask[units, j] = 1.0
-
-    mask_in = np.ones((d, hidden))
-    if separate and reads is not None:
-        for j, units in enumerate(np.array_split(np.arange(hidden), k)):
-            mask_in[:, units] = reads[:, j : j + 1]
+            if reads is not None:
+                mask_in[:, units] = reads[:, j : j + 1]
 
     def unpack(theta: F64) -> list[F64]:
         out, i = [], 0
