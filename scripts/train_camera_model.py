@@ -206,6 +206,7 @@ def head_logistic(p3: float, photos: int) -> Logistic:
     """``5 - 4 / (1 + exp(b2 (x - b3)))`` through (p3, 4.6) and ``LOW_ANCHOR``: 4.6 is the
     "none" cut of tools/severity.py. A head whose clean images stay above the level-1 target
     (4.2) is anchored there instead, so clean images keep the top of the scale."""
+    clean = p3
     p3 = min(p3, 5.0 - 0.8)
     hi = float(np.log(9.0))  # 4 / (1 + e) = 0.4
     lo_x, lo_q = LOW_ANCHOR
@@ -215,9 +216,10 @@ def head_logistic(p3: float, photos: int) -> Logistic:
     return Logistic(
         params=[4.0, round(b2, 6), round(b3, 6), 0.0, 3.0],
         source=(
-            f"scripts/train_camera_model.py: the head's output {p3:.2f} (the {CLEAN_PERCENTILE:g}th "
-            f"percentile of clean images of photos left out, 5 folds over {photos} fit images) "
-            f"reads 4.6, {lo_x} reads {lo_q}"
+            f"scripts/train_camera_model.py: the head's output {p3:.2f} reads 4.6 (percentile "
+            f"{CLEAN_PERCENTILE:g} of clean images of photos left out, 5 folds over {photos} fit "
+            f"images: {clean:.2f}{'' if clean == p3 else ', capped at the level-1 target'}), "
+            f"{lo_x} reads {lo_q}"
         ),
     )
 
@@ -352,7 +354,9 @@ def main() -> int:
             p3 = float(np.percentile(pred[clean, j], CLEAN_PERCENTILE))
             card = args.cards / f"camera_{h}.yaml"
             write_card_logistic(card, head_logistic(p3, len(names)))
-            print(f"{card}: clean {CLEAN_PERCENTILE}th percentile (photos left out) {p3:.2f}")
+            print(
+                f"{card}: clean images' percentile {CLEAN_PERCENTILE:g} (photos left out) {p3:.2f}"
+            )
             if (
                 h == "blur"
             ):  # the resolution detector reads the detail head where it finds a lattice
