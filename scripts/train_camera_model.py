@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ import numpy as np
 from agentiqa_cli.bench.camera import generate_camera
 from agentiqa_cli.bench.realset import load_records
 from agentiqa_cli.bench.synth import PHOTOS, SynthItem, generate, read_manifest, sample_photos
+from agentiqa_cli.imaging.load import LoadedImage, load_image
 from agentiqa_cli.tools.camera_features import (
     BAND_FEATURES,
     DETECTOR_FEATURES,
@@ -44,6 +46,11 @@ from agentiqa_cli.tools.camera_features import (
     JPEG_FEATURES,
     NSS_FEATURES,
     OCTAVE_FEATURES,
+    directions,
+    features,
+    jpeg_quality,
+    octave_slopes,
+    scene_statistics,
 )
 from agentiqa_cli.tools.camera_fit import fit_network
 from agentiqa_cli.tools.camera_model import (
@@ -105,42 +112,18 @@ def _items(fitset: Path) -> list[SynthItem]:
 
 
 def _read(path: str) -> list[float]:
-    from agentiqa_cli.imaging.load import load_image
-    from agentiqa_cli.tools.camera_features import features
-
     return [float(v) for v in features(load_image(path))[: len(CACHED)]]
 
 
-def _read_octaves(path: str) -> list[float]:
-    from agentiqa_cli.imaging.load import load_image
-    from agentiqa_cli.tools.camera_features import octave_slopes
-
-    return octave_slopes(load_image(path))
-
-
-def _read_nss(path: str) -> list[float]:
-    from agentiqa_cli.imaging.load import load_image
-    from agentiqa_cli.tools.camera_features import scene_statistics
-
-    return scene_statistics(load_image(path))
+def _reading(read: Callable[[LoadedImage], float | list[float]], path: str) -> list[float]:
+    """``read`` (a camera_features reading) of the image at ``path``, as a list."""
+    out = read(load_image(path))
+    return [float(v) for v in (out if isinstance(out, list) else [out])]
 
 
-def _read_directions(path: str) -> list[float]:
-    from agentiqa_cli.imaging.load import load_image
-    from agentiqa_cli.tools.camera_features import directions
-
-    return directions(load_image(path))
-
-
-def _read_jpeg(path: str) -> list[float]:
-    from agentiqa_cli.imaging.load import load_image
-    from agentiqa_cli.tools.camera_features import jpeg_quality
-
-    return [jpeg_quality(load_image(path))]
-
-
-# the detector and band readings are cached apart from the octave slopes, the JPEG quality
-# and the scene statistics, which were added later: adding a reading re-reads only that one
+# the detector and band readings are cached apart from the octave slopes, the JPEG quality,
+# the scene statistics and the directions, which were added later: adding a reading re-reads
+# only that one
 CACHED = DETECTOR_FEATURES + BAND_FEATURES
 
 
@@ -163,15 +146,14 @@ def _cached_readings(
 
 def read_features(items: list[SynthItem], fitset: Path) -> np.ndarray:
     """Every item's feature vector (``FEATURES`` order), read once and cached in ``fitset``."""
-    x = np.hstack([
-        _cached_readings(items, fitset / "camera_features.json", len(CACHED), _read),
-        _cached_readings(items, fitset / "camera_octaves.json", len(OCTAVE_FEATURES), _read_octaves),
-        _cached_readings(items, fitset / "camera_jpeg.json", len(JPEG_FEATURES), _read_jpeg),
-        _cached_readings(items, fitset / "camera_nss.json", len(NSS_FEATURES), _read_nss),
-        _cached_readings(
-            items, fitset / "camera_directions.json", len(DIRECTION_FEATURES), _read_directions
-        ),
-    ])  # fmt: skip
+    readings = (  # cache file, values, reading
+        ("camera_features.json", len(CACHED), _read),
+        ("camera_octaves.json", len(OCTAVE_FEATURES), partial(_reading, octave_slopes)),
+        ("camera_jpeg.json", len(JPEG_FEATURES), partial(_reading, jpeg_quality)),
+        ("camera_nss.json", len(NSS_FEATURES), partial(_reading, scene_statistics)),
+        ("camera_directions.json", len(DIRECTION_FEATURES), partial(_reading, directions)),
+    )
+    x = np.hstack([_cached_readings(items, fitset / f, n, read) for f, n, read in readings])
     assert x.shape[1] == len(FEATURES)
     return x
 

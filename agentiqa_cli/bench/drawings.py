@@ -20,6 +20,7 @@ import numpy as np
 from PIL import Image
 
 from agentiqa_cli.bench.realset import Runner, _run, fetch_package
+from agentiqa_cli.imaging.load import over_white
 
 # package -> the folder of its PNGs
 DESIGN: dict[str, str] = {
@@ -75,8 +76,6 @@ def jpeg_copies(paths: list[Path], out_dir: Path, quality: int) -> list[Path]:
         copy = out_dir / f"{i:03d}__{path.stem}_q{quality}.jpg"
         if not copy.exists():
             with Image.open(path) as im:
-                rgba = im.convert("RGBA")
-                white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-                Image.alpha_composite(white, rgba).convert("RGB").save(copy, quality=quality)
+                over_white(im).save(copy, quality=quality)
         out.append(copy)
     return out

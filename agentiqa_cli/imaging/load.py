@@ -320,6 +320,13 @@ def _decode(f: BinaryIO, path: Path, digest: str, max_pixels: int) -> LoadedImag
 STRIP_PIXELS = 1 << 20  # pixels converted at a time by ``_to_rgb``: its working copies stay small
 
 
+def over_white(im: Image.Image) -> Image.Image:
+    """``im`` as RGB with its transparent areas composited over white, as a viewer shows it."""
+    rgba = im if im.mode == "RGBA" else im.convert("RGBA")
+    bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+    return Image.alpha_composite(bg, rgba).convert("RGB")
+
+
 def _strips(height: int, width: int) -> Iterator[tuple[int, int]]:
     step = max(1, STRIP_PIXELS // max(1, width))
     for top in range(0, height, step):
@@ -354,10 +361,7 @@ def _to_rgb(im: Image.Image) -> NDArray[np.uint8] | NDArray[np.float32]:
         # palette image too, whether or not its palette has transparent entries)
         rgb8 = np.empty((h, w, 3), dtype=np.uint8)
         for top, bottom in _strips(h, w):
-            strip = im.crop((0, top, w, bottom))
-            rgba = strip if strip.mode == "RGBA" else strip.convert("RGBA")
-            bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-            rgb8[top:bottom] = np.asarray(Image.alpha_composite(bg, rgba).convert("RGB"))
+            rgb8[top:bottom] = np.asarray(over_white(im.crop((0, top, w, bottom))))
         return rgb8
     rgb = im if im.mode == "RGB" else im.convert("RGB")
     return np.ascontiguousarray(np.asarray(rgb, dtype=np.uint8))
