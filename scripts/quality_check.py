@@ -61,7 +61,7 @@ from agentiqa_cli.batch import Process
 from agentiqa_cli.bench.builtin_fit import TARGETS, Reading, fit_detector, read_items
 from agentiqa_cli.bench.camera import size_series
 from agentiqa_cli.bench.drawings import HELD_OUT, drawings, jpeg_copies
-from agentiqa_cli.bench.goals import goals, judged_clean, passes_gate, recall_goals
+from agentiqa_cli.bench.goals import goals, judged_clean, named_in, passes_gate, recall_goals
 from agentiqa_cli.bench.methods import Item
 from agentiqa_cli.bench.realset import load_records
 from agentiqa_cli.bench.renders import BACKGROUNDS, JPEG_QUALITY, generate_renders
@@ -695,10 +695,7 @@ def drawings_main(cache: Path, digest: str) -> None:
     # the same drawings saved coarsely: measured, no goal yet (docs/tools.md says why)
     coarse = jpeg_copies(paths, cache / f"jpeg_q{COARSE_QUALITY}", COARSE_QUALITY)
     judged, gated = _assess_and_gate(coarse, cache / "quality", digest)
-    named_compression = [
-        any(f.category == "Compression" and f.severity in MODERATE_OR_WORSE for f in r.distortions)
-        for r in judged
-    ]
+    named_compression = [named_in(r, "Compression") for r in judged]
     failed = [passes_gate(r) is False for r in gated]
     print(
         f"  the same drawings saved at q{COARSE_QUALITY} (no goal yet): named compression "

@@ -76,13 +76,17 @@ def clean_by_style(
     return out
 
 
+def named_in(r: Result, category: str) -> bool:
+    """``assess`` named a distortion of ``category`` (moderate or worse) in the row."""
+    return any(f.category == category and f.severity in MODERATE_OR_WORSE for f in r.distortions)
+
+
 def found_in(r: Result, category: str) -> bool | None:
     """A distortion of ``category`` reached the user: ``assess`` named it (moderate or worse)
     or scored the image below ``CLEAN_SCORE``. None when the row failed."""
     if r.status != "ok" or r.score is None:
         return None
-    named = any(f.category == category and f.severity in MODERATE_OR_WORSE for f in r.distortions)
-    return named or r.score < CLEAN_SCORE
+    return named_in(r, category) or r.score < CLEAN_SCORE
 
 
 def recall_goals(
