@@ -184,7 +184,7 @@ DISTORTIONS: tuple[Distortion, ...] = (
         "Compression",
         kinds=("jpeg",),
         camera_kinds=("low_jpeg",),
-        detectors=("blockiness", "camera_compression", "jpeg_quality"),
+        detectors=("blockiness", "camera_compression", "jpeg_quality", "ringing"),
         artefacts=("jpeg", "scanlines", "grid", "other"),
     ),
     Distortion("jpeg2000", "Compression", kinds=("jpeg2000",)),  # no 8x8 grid to read

@@ -27,6 +27,7 @@ from agentiqa_cli.tools.detectors import (
     QUARTER,
     SIGNAL_DETECTORS,
     SIGNALS,
+    _box_any,
     _grid_luma,
     _texture,
     blur_effect,
@@ -40,6 +41,7 @@ from agentiqa_cli.tools.detectors import (
     motion_length,
     quarter_lattice,
     resampling,
+    ringing,
 )
 from agentiqa_cli.tools.logistic import logistic5
 from agentiqa_cli.tools.severity import severity_of
@@ -217,8 +219,15 @@ def test_every_detector_has_a_monotone_builtin_card(cards):
     for name in DETECTORS:
         card = cards.get(name)
         assert card.backend == "builtin" and card.metric == name and card.mode == "NR"
-        # the signal detectors are fitted; the camera model's readings are trained scores
-        fitted = "fit_builtin_cards" if name in SIGNALS else "train_camera_model"
+        # the signal detectors are fitted; the camera model's readings are trained scores;
+        # a drawing's ringing is fitted on the design drawings
+        fitted = (
+            "fit_builtin_cards"
+            if name in SIGNALS
+            else "fit_ringing_card"
+            if name == "ringing"
+            else "train_camera_model"
+        )
         assert card.logistic is not None and fitted in card.logistic.source, name
         grid = np.linspace(*card.raw_range, 400)
         q = logistic5(grid, *card.logistic.params)
@@ -866,6 +875,49 @@ def test_a_sparse_plot_has_no_jpeg_lattice_unless_it_was_saved(monkeypatch):
     assert DETECTORS["jpeg_quality"](_img(_decoded(plot, format="JPEG", quality=10))) < 20
     monkeypatch.setattr("agentiqa_cli.tools.detectors.KEPT_FLAT", 1.0)
     assert DETECTORS["jpeg_quality"](_img(plot)) < 20
+
+
+def test_box_any_is_a_square_dilation():
+    mask = np.random.default_rng(0).random((41, 37)) < 0.03
+    for r in (1, 2, 6):
+        expected = ndimage.maximum_filter(mask, size=2 * r + 1, mode="constant")
+        assert np.array_equal(_box_any(mask, r), expected), r
+
+
+@pytest.mark.parametrize("kind", ["pie", "page", "dashboard"])
+def test_a_drawings_coarse_save_is_named_by_its_ringing(drawings, kind, cards):
+    """Around a drawing's lines on white a coarse save overshoots full scale and is clipped,
+    which hides its lattice from jpeg_quality; its ringing, confined to the blocks that hold
+    the lines, names the save. As published, and saved at q90, nothing is named."""
+    px = drawings[kind]
+    assert abs(ringing(_img(px))) < 0.5
+    for clean in (px, _decoded(px, format="JPEG", quality=90)):
+        assert not _visible(findings(detect_all(_img(clean)), cards), "Compression")
+    coarse = _img(_decoded(px, format="JPEG", quality=20))
+    assert ringing(coarse) > 3.5
+    assert _visible(findings(detect_all(coarse), cards), "Compression")
+    if kind == "pie":  # the case the reading is for: no lattice left to read
+        assert DETECTORS["jpeg_quality"](coarse) == 100.0
+
+
+def test_ringing_counts_only_spread_confined_to_the_blocks_with_ink(drawings):
+    """Spread near the ink reads as a save's ringing only where it stops at the 8x8 blocks
+    that hold the ink: grain over the whole drawing spreads on both sides alike."""
+    px = drawings["pie"]
+    rng = np.random.default_rng(1)
+    grain = rng.normal(0.0, 3.0 / 255, px.shape[:2]).astype(np.float32)[..., None]
+    assert abs(ringing(_img(px + grain))) < 0.5
+    ink = np.abs(_img(px).gray() - 1.0) > 32 / 255
+    h, w = ink.shape[0] // 8 * 8, ink.shape[1] // 8 * 8
+    blocks = ink[:h, :w].reshape(h // 8, 8, w // 8, 8).any(axis=(1, 3))
+    inside = np.zeros(ink.shape, bool)
+    inside[:h, :w] = np.repeat(np.repeat(blocks, 8, axis=0), 8, axis=1)
+    assert ringing(_img(px + grain * inside[..., None])) > 2.0
+
+
+def test_a_photo_has_no_flat_background_to_ring(photo):
+    for quality in (90, 20):
+        assert ringing(_img(_decoded(photo, format="JPEG", quality=quality))) == 0.0
 
 
 def test_an_over_exposed_photo_is_not_a_drawing(photo, cards):

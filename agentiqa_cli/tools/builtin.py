@@ -21,6 +21,7 @@ from agentiqa_cli.tools.detectors import (
     findings,
     jpeg_quality,
     resampling,
+    ringing,
 )
 
 __all__ = ["DETECTORS", "detect", "detect_all"]
@@ -31,7 +32,8 @@ __all__ = ["DETECTORS", "detect", "detect_all"]
 # coarse save or of an enlargement; the ringing of its save around many small markers is not
 # sensor noise where its background is plain (``detectors.drawn_plain``: noise would show
 # there). On a drawing they stand aside by that reading; its save is still read by
-# ``jpeg_quality`` (the quantizer's lattice, which a drawing's edges do not make).
+# ``jpeg_quality`` (the quantizer's lattice, which a drawing's edges do not make) and by
+# ``ringing`` (the save's ringing on its flat background, confined to the blocks).
 DRAWN_ASIDE_SIGNALS: dict[str, Callable[[LoadedImage], float]] = {
     "overexposure": drawn_white,  # raw readings, 0 on a clean photo
     "pixelation": drawn,
@@ -94,6 +96,9 @@ DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
     # read by the camera model too, but not among SIGNALS: added after the model's other
     # readings were cached for training (tools/camera_features.JPEG_FEATURES)
     "jpeg_quality": jpeg_quality,
+    # a drawing's coarse save, where clipping at its white hid the lattice (not read by the
+    # camera model, which was trained before it)
+    "ringing": ringing,
 }
 
 

@@ -860,6 +860,74 @@ def pixelation(image: LoadedImage) -> float:
     )
 
 
+# -- a coarse save's ringing, confined to its blocks -----------------------------------------
+#
+# ``jpeg_quality`` reads a save's lattice, but a drawing's coarse save hides it: around a
+# line on white the save overshoots beyond full scale and the decoder clips, so the blocks
+# with detail leave the lattice (of the scipy and statsmodels plots saved at q20, 94% read
+# 100). What the save leaves in sight is its ringing ("mosquito noise"): every pixel of a
+# block that holds an edge moves with the coarsely quantized coefficients, even where the
+# drawing's background was one exact colour, while the next block, with no edge, stays
+# flat. ``ringing`` reads that contrast on a flat background: the pixels 3-6 px from the
+# ink (``RING_HALO``), how far they spread (RMS, codes) in blocks that hold ink against
+# blocks that do not. A PNG drawing reads about 0; a photo's own texture spreads on both
+# sides of a block's edge alike. Measured on the design drawings (bench.drawings.DESIGN,
+# scripts/fit_ringing_card.py) and the fit set's photos, see the card.
+RING_INK = 32.0  # codes from the background: a drawing's lines, text and fills
+RING_HALO = (2, 6)  # px from the ink (chessboard distance): the pixels read, beyond the 2
+RING_BACKGROUND = 0.3  # share of the pixels within 2 codes of the commonest value: flat
+RING_PIXELS = 8  # halo pixels a block needs to be read
+RING_BLOCKS = 20  # blocks read with ink, and without, that a reading needs
+
+
+def _box_any(mask: NDArray[np.bool_], r: int) -> NDArray[np.bool_]:
+    """Where the (2r + 1)-px square around each pixel holds any of ``mask`` (a dilation):
+    the mask shifted by up to ``r`` px each way along the rows, then along the columns."""
+    out = mask.copy()
+    for axis in (0, 1):
+        src = out.copy()
+        o, m = (out, src) if axis == 0 else (out.T, src.T)  # views: the columns as rows
+        for k in range(1, r + 1):
+            o[k:] |= m[:-k]
+            o[:-k] |= m[k:]
+    return out
+
+
+def ringing(image: LoadedImage) -> float:
+    """How much more the flat background spreads near the ink inside the 8x8 blocks that
+    hold it than in those that do not (RMS, 8-bit codes; lower is better): a coarse JPEG
+    save's ringing. 0 where no flat background is read (``RING_BACKGROUND``) or too few
+    blocks are (``RING_BLOCKS``)."""
+
+    def make() -> float:
+        inside, outside = [], []
+        for g in _crops(image):
+            v = np.rint(g[: g.shape[0] // 8 * 8, : g.shape[1] // 8 * 8] * np.float32(255.0))
+            if v.size == 0:
+                continue
+            hist = np.bincount(v.astype(np.uint8).ravel(), minlength=256)
+            bg = int(hist.argmax())
+            if hist[max(0, bg - 2) : bg + 3].sum() < RING_BACKGROUND * v.size:
+                continue
+            ink = np.abs(v - bg) > RING_INK
+            lo, hi = RING_HALO
+            halo = _blocks((_box_any(ink, hi) & ~_box_any(ink, lo)).astype(np.float32))
+            x = _blocks(v)
+            n = halo.sum(axis=1)
+            ok = n >= RING_PIXELS
+            mean = (x * halo).sum(axis=1)[ok] / n[ok]
+            spread = np.sqrt(np.maximum((x * x * halo).sum(axis=1)[ok] / n[ok] - mean**2, 0.0))
+            edge: NDArray[np.bool_] = _blocks(ink.astype(np.float32)).max(axis=1)[ok] > 0
+            inside.append(spread[edge])
+            outside.append(spread[~edge])
+        a, b = (np.concatenate(s) if s else np.zeros(0) for s in (inside, outside))
+        if a.size < RING_BLOCKS or b.size < RING_BLOCKS:
+            return 0.0
+        return float(a.mean() - b.mean())
+
+    return float(_cached(image, "det:ringing", make))
+
+
 # -- exposure and contrast -----------------------------------------------------------------
 
 

@@ -76,6 +76,10 @@ REASONS: dict[str, _Reason] = {
         if v < 100
         else "no JPEG save coarser than about quality 85 shows in the pixels"
     ),
+    "ringing": lambda v: (
+        f"a JPEG save's ringing: the flat background spreads {v:.1f} codes more near lines"
+        " and text inside their 8x8 blocks than outside"
+    ),
     "underexposure": lambda v: (
         f"even the highlights only reach {v:.2f} of full scale (brightest channel)"
     ),
