@@ -893,6 +893,14 @@ def _box_any(mask: NDArray[np.bool_], r: int) -> NDArray[np.bool_]:
     return out
 
 
+def _background(codes: F32) -> tuple[int, float]:
+    """The commonest 8-bit code of ``codes`` (whole codes, 0-255) and the share of them
+    within two codes of it."""
+    hist = np.bincount(codes.astype(np.uint8).ravel(), minlength=256)
+    bg = int(hist.argmax())
+    return bg, float(hist[max(0, bg - 2) : bg + 3].sum()) / max(1, codes.size)
+
+
 def ringing(image: LoadedImage) -> float:
     """How much more the flat background spreads near the ink inside the 8x8 blocks that
     hold it than in those that do not (RMS, 8-bit codes; lower is better): a coarse JPEG
@@ -900,14 +908,16 @@ def ringing(image: LoadedImage) -> float:
     blocks are (``RING_BLOCKS``)."""
 
     def make() -> float:
+        # most photos have no flat background: the sampling grid tells, and nothing more is read
+        if _background(np.rint(_grid_luma(image) * np.float32(255.0)))[1] < RING_BACKGROUND:
+            return 0.0
         inside, outside = [], []
         for g in _crops(image):
             v = np.rint(g[: g.shape[0] // 8 * 8, : g.shape[1] // 8 * 8] * np.float32(255.0))
             if v.size == 0:
                 continue
-            hist = np.bincount(v.astype(np.uint8).ravel(), minlength=256)
-            bg = int(hist.argmax())
-            if hist[max(0, bg - 2) : bg + 3].sum() < RING_BACKGROUND * v.size:
+            bg, flat = _background(v)
+            if flat < RING_BACKGROUND:
                 continue
             ink = np.abs(v - bg) > RING_INK
             lo, hi = RING_HALO
