@@ -43,7 +43,10 @@ def _readings(path: Path) -> list[float]:
     out = []
     for q in (None, *QUALITIES):
         buf = io.BytesIO()
-        rgb.save(buf, format="PNG") if q is None else rgb.save(buf, format="JPEG", quality=q)
+        save: dict[str, object] = (
+            {"format": "PNG"} if q is None else {"format": "JPEG", "quality": q}
+        )
+        rgb.save(buf, **save)
         out.append(ringing(decode_bytes(buf.getvalue(), path)))
     return out
 
