@@ -27,7 +27,6 @@ from agentiqa_cli.tools.detectors import (
     QUARTER,
     SIGNAL_DETECTORS,
     SIGNALS,
-    _box_any,
     _grid_luma,
     _texture,
     blur_effect,
@@ -478,6 +477,18 @@ def test_dilate_is_scipys_binary_dilation() -> None:
             assert np.array_equal(dilate(mask, n), ndimage.binary_dilation(mask, iterations=n))
 
 
+def test_dilate_by_the_square_is_scipys():
+    from agentiqa_cli.tools.detectors import dilate
+
+    mask = np.random.default_rng(0).random((41, 37)) < 0.03
+    for r in (1, 2, 6):
+        expected = ndimage.binary_dilation(mask, structure=np.ones((3, 3)), iterations=r)
+        assert np.array_equal(dilate(mask, r, square=True), expected), r
+        # r squares of 3 px are one square of 2r + 1 px
+        square = ndimage.maximum_filter(mask, size=2 * r + 1, mode="constant")
+        assert np.array_equal(dilate(mask, r, square=True), square), r
+
+
 def _dithered(side: int = 256) -> np.ndarray:
     """A pixel-art wallpaper: a flat tan fill under a one-pixel checkerboard dither, with a
     patch of a coarser three-pixel pattern (periods 2 and 3, as in a downscaled design)."""
@@ -875,13 +886,6 @@ def test_a_sparse_plot_has_no_jpeg_lattice_unless_it_was_saved(monkeypatch):
     assert DETECTORS["jpeg_quality"](_img(_decoded(plot, format="JPEG", quality=10))) < 20
     monkeypatch.setattr("agentiqa_cli.tools.detectors.KEPT_FLAT", 1.0)
     assert DETECTORS["jpeg_quality"](_img(plot)) < 20
-
-
-def test_box_any_is_a_square_dilation():
-    mask = np.random.default_rng(0).random((41, 37)) < 0.03
-    for r in (1, 2, 6):
-        expected = ndimage.maximum_filter(mask, size=2 * r + 1, mode="constant")
-        assert np.array_equal(_box_any(mask, r), expected), r
 
 
 @pytest.mark.parametrize("kind", ["pie", "page", "dashboard"])

@@ -876,21 +876,10 @@ def pixelation(image: LoadedImage) -> float:
 RING_INK = 32.0  # codes from the background: a drawing's lines, text and fills
 RING_HALO = (2, 6)  # px from the ink (chessboard distance): the pixels read, beyond the 2
 RING_BACKGROUND = 0.3  # share of the pixels within 2 codes of the commonest value: flat
+# (``drawn_flat`` reads a flat colour too, but in RGB, never white, and not where a coarse
+# save made it: here white counts, and a coarse save's flat blocks are what is read)
 RING_PIXELS = 8  # halo pixels a block needs to be read
 RING_BLOCKS = 20  # blocks read with ink, and without, that a reading needs
-
-
-def _box_any(mask: NDArray[np.bool_], r: int) -> NDArray[np.bool_]:
-    """Where the (2r + 1)-px square around each pixel holds any of ``mask`` (a dilation):
-    the mask shifted by up to ``r`` px each way along the rows, then along the columns."""
-    out = mask.copy()
-    for axis in (0, 1):
-        src = out.copy()
-        o, m = (out, src) if axis == 0 else (out.T, src.T)  # views: the columns as rows
-        for k in range(1, r + 1):
-            o[k:] |= m[:-k]
-            o[:-k] |= m[k:]
-    return out
 
 
 def _background(codes: F32) -> tuple[int, float]:
@@ -921,7 +910,8 @@ def ringing(image: LoadedImage) -> float:
                 continue
             ink = np.abs(v - bg) > RING_INK
             lo, hi = RING_HALO
-            halo = _blocks((_box_any(ink, hi) & ~_box_any(ink, lo)).astype(np.float32))
+            near = dilate(ink, hi, square=True) & ~dilate(ink, lo, square=True)
+            halo = _blocks(near.astype(np.float32))
             x = _blocks(v)
             n = halo.sum(axis=1)
             ok = n >= RING_PIXELS
@@ -1446,14 +1436,18 @@ def saturation_clip(image: LoadedImage) -> float:
     return float(((lost | (pure & near)) & vivid).mean())
 
 
-def dilate(mask: NDArray[np.bool_], iterations: int) -> NDArray[np.bool_]:
+def dilate(mask: NDArray[np.bool_], iterations: int, square: bool = False) -> NDArray[np.bool_]:
     """``scipy.ndimage.binary_dilation(mask, iterations=n)`` (4-connected cross, zero
-    border) in numpy: importing scipy.ndimage costs a one-image `score` ~0.4 s."""
+    border) in numpy: importing scipy.ndimage costs a one-image `score` ~0.4 s. ``square``:
+    by the 3x3 square instead (its structure of ones), so n iterations reach every pixel
+    within n px along both axes (chessboard distance)."""
     out = mask.copy()
     for _ in range(iterations):
         grown = out.copy()
         grown[1:] |= out[:-1]
         grown[:-1] |= out[1:]
+        if square:  # the columns grow from the rows already grown: the square's corners
+            out = grown.copy()
         grown[:, 1:] |= out[:, :-1]
         grown[:, :-1] |= out[:, 1:]
         out = grown
