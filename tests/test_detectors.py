@@ -465,6 +465,21 @@ def test_pixelation_is_a_compression_finding(photo, cards):
     assert cats == {"Compression"}
 
 
+def test_a_smooth_skys_rounding_is_no_mosaic(photo):
+    """A fog's gentle gradient, saved at q75, steps by one code value on a few rows of some
+    columns and on none of the others, which repeat their neighbour as a mosaic's do: read
+    from half a code value this was 0.74, a severe mosaic. Read where a column's steps reach
+    one code value, it is none; a mosaic of blocks of 4 keeps most of its (b - 1)/b after
+    the same save."""
+    h, w = 480, 640
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    fog = 0.22 + 0.18 * y / h + 0.03 * np.sin(x / 90.0) * np.cos(y / 70.0)
+    sky = np.stack([fog * 0.7, fog * 0.85, fog * 1.1], axis=2)
+    assert DETECTORS["pixelation"](_img(_jpeg(sky, 75))) < 0.05
+    mosaic = distort(photo, "pixelate", 3, np.random.default_rng(0))
+    assert DETECTORS["pixelation"](_img(_jpeg(np.clip(mosaic, 0, 1), 75))) > 0.6
+
+
 def test_dilate_is_scipys_binary_dilation() -> None:
     from scipy import ndimage
 

@@ -32,10 +32,10 @@ runs with hard edges (and few codes: posterization), texture reads as noise, and
 part of a photo reads as blur. Hence:
 - mosaic: flat runs and hard steps on a lattice of at least four lines along both axes
   (``scan.mosaic_like``);
-- JPEG: a raw blockiness of 4 or more (extreme on the card before it was refitted with
-  camera JPEGs as clean; the refitted card levels off at 1.43 and never reads extreme, and
-  a 16-px mosaic's block edges, which fall on the 8-px grid too, read about 1.4), with an
-  8-px grid that stands out by at least one 8-bit level in every period
+- JPEG: a raw blockiness of 2 or more (the card levels off at 1.43 and never reads
+  extreme; on the fit set's clean camera JPEGs no 128-px cell whose grid passes the next
+  gate reads above 1.29, the cells of a q5 patch in a photo read 2.3-4.2), with an 8-px
+  grid that stands out by at least one 8-bit level in every period
   (``scan.grid_excess``);
 - noise: independent from pixel to pixel: a 2×2 average at least 1.6× quieter
   (``scan.white_noise_like``; texture keeps its energy at the coarser scale);
@@ -153,7 +153,7 @@ ENCLOSED_MARGIN = 1.0
 
 CELL_RULES: dict[str, CellRule] = {
     "pixelation": CellRule("moderate", 1.0, mosaic_like),
-    "blockiness": CellRule("severe", 1.5, lambda g: grid_excess(g) >= 1 / 255, raw_floor=4.0),
+    "blockiness": CellRule("severe", 1.5, lambda g: grid_excess(g) >= 1 / 255, raw_floor=2.0),
     "noise": CellRule("moderate", 1.0, white_noise_like),
     "sharpness": CellRule("severe", 2.0, structured, reference=90.0, enclosed=0.8, min_cells=2),
     "posterization": CellRule("moderate", 1.0, false_contours, rgb=True, context=1),
