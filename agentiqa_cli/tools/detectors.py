@@ -613,12 +613,12 @@ def _column_energy(image: LoadedImage, axis: int) -> list[F32]:
 # (none has a smaller excess), and 170 of the other kinds' severities fall (two clean q75
 # saves from moderate to slight); at 0.75 a level-1 earlier save falls too.
 # The median phase is read as this much at least, too: a fog's q75 save steps by one code
-# value on about half the rows at its block edges (an excess of 0.48 codes) over a median of
-# 0.07 inside them, a ratio of 6.8, "severe" blocking that is faint by eye (a held-out photo,
-# DarkestHour: 1.48 "bad"). Against half a code value it reads 0.62, where the fit set's
-# clean camera JPEGs reach 0.97. The medians of every JPEG kind at levels 1-4 on the fit
-# set's camera and lossless series are unchanged; at level 5 the most extreme readings
-# shrink (lossless q5-level saves' largest 70.8 -> 16.0), where the card is saturated.
+# value on about half the rows at its block edges (an excess of 0.48 codes) over a median
+# of 0.07 inside them, a ratio of 6.8, "severe" blocking that is faint by eye (a held-out
+# photo, DarkestHour, whose save read 1.28 "bad"). Against half a code value it reads 0.62;
+# the fit set's clean camera JPEGs reach 0.97. The medians of every JPEG kind at levels 1-4
+# on the fit set's camera and lossless series are unchanged; at level 5 the most extreme
+# readings shrink (the lossless saves' largest 70.8 -> 16.0), where the card is saturated.
 VISIBLE_STEP = 0.5 / 255
 
 
