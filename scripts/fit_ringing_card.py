@@ -29,7 +29,7 @@ from agentiqa_cli.bench.drawings import DESIGN, drawings
 from agentiqa_cli.imaging.load import decode_bytes, load_image, over_white
 from agentiqa_cli.tools.cards import Logistic, load_card, write_card_logistic
 from agentiqa_cli.tools.detectors import ringing
-from agentiqa_cli.tools.logistic import normalize
+from agentiqa_cli.tools.logistic import normalize, sigmoid_through
 
 ROOT = Path(__file__).resolve().parent.parent
 QUALITIES = (95, 90, 75, 60, 45, 32, 22, 14)
@@ -94,10 +94,8 @@ def main() -> int:
     fine = readable[:, : 1 + QUALITIES.index(90) + 1].ravel()
     r_clean = float(np.percentile(fine, CLEAN_PERCENTILE))
     r_low, t_low = float(np.median(readable[:, -1])), targets[-1]
-    b2 = (np.log(4.0 / (5.0 - t_low) - 1.0) - np.log(9.0)) / (r_low - r_clean)
-    b3 = r_clean - np.log(9.0) / b2
     logistic = Logistic(
-        params=[4.0, round(float(b2), 6), round(float(b3), 6), 0.0, 3.0],
+        params=[round(v, 6) for v in sigmoid_through((r_clean, 4.6), (r_low, t_low))],
         source=(
             f"scripts/fit_ringing_card.py: on the {len(readable)} of {len(paths)} design "
             "drawings (bench.drawings.DESIGN) it reads, as published and saved at "

@@ -61,6 +61,7 @@ from agentiqa_cli.tools.camera_model import (
     CameraModel,
 )
 from agentiqa_cli.tools.cards import Logistic, write_card_logistic
+from agentiqa_cli.tools.logistic import sigmoid_through
 
 ROOT = Path(__file__).resolve().parent.parent
 LOSSLESS_KINDS = ("blur", "motion_blur", "noise", "jpeg", "brighten", "darken", "pixelate")
@@ -190,13 +191,9 @@ def head_logistic(p3: float, photos: int) -> Logistic:
     (4.2) is anchored there instead, so clean images keep the top of the scale."""
     clean = p3
     p3 = min(p3, 5.0 - 0.8)
-    hi = float(np.log(9.0))  # 4 / (1 + e) = 0.4
     lo_x, lo_q = LOW_ANCHOR
-    lo = float(np.log(4.0 / (5.0 - lo_q) - 1.0))
-    b2 = (hi - lo) / (p3 - lo_x)
-    b3 = p3 - hi / b2
     return Logistic(
-        params=[4.0, round(b2, 6), round(b3, 6), 0.0, 3.0],
+        params=[round(v, 6) for v in sigmoid_through((p3, 4.6), LOW_ANCHOR)],
         source=(
             f"scripts/train_camera_model.py: the head's output {p3:.2f} reads 4.6 (percentile "
             f"{CLEAN_PERCENTILE:g} of clean images of photos left out, 5 folds over {photos} fit "

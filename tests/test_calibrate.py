@@ -23,7 +23,7 @@ from agentiqa_cli.imaging.load import LoadedImage
 from agentiqa_cli.io.trace import TraceWriter
 from agentiqa_cli.records import ToolScore
 from agentiqa_cli.tools.cards import CardSet, ToolCard, load_overlay
-from agentiqa_cli.tools.logistic import logistic5
+from agentiqa_cli.tools.logistic import logistic5, normalize, sigmoid_through
 from agentiqa_cli.wiring import build_runtime
 
 TRUE = [3.0, 1.5, 0.5, 0.1, 3.0]
@@ -53,6 +53,17 @@ def test_fit_recovers_known_parameters() -> None:
         p[:2] = -p[:2]
     assert np.allclose(p, TRUE, rtol=0.05, atol=0.02)
     assert fit.srcc is not None and fit.srcc > 0.99 and fit.rmse == pytest.approx(0.02, abs=0.005)
+
+
+@pytest.mark.parametrize(("a", "b"), [((4.2, 4.6), (1.8, 1.5)), ((2.55, 4.6), (5.27, 1.41))])
+def test_a_card_anchored_at_two_points_passes_through_both(a, b) -> None:
+    """The camera heads' cards rise with the reading, the ringing card falls: both anchored
+    at a clean reading (4.6, the "none" cut) and a damaged one, over the whole 1-5 scale."""
+    params = sigmoid_through(a, b)
+    assert params[0] == 4.0 and params[3] == 0.0 and params[4] == 3.0
+    for x, q in (a, b):
+        assert normalize(x, params) == pytest.approx(q, abs=1e-12)
+    assert (normalize(a[0] + 0.1, params) > normalize(a[0], params)) == (a[0] > b[0])
 
 
 def test_mos_scale_detection_and_rescaling() -> None:

@@ -26,6 +26,16 @@ def normalize(raw: float, params: Sequence[float]) -> float:
     return float(np.clip(logistic5(raw, *params), 1.0, 5.0))
 
 
+def sigmoid_through(a: tuple[float, float], b: tuple[float, float]) -> list[float]:
+    """The parameters of ``5 - 4 / (1 + exp(b2 (x - b3)))`` (b1 = 4, b4 = 0, b5 = 3: the
+    whole 1-5 scale, monotone) through two points (raw, quality), each quality strictly
+    between 1 and 5: a card anchored at a clean reading and a damaged one."""
+    (xa, qa), (xb, qb) = a, b
+    ua, ub = (float(np.log(4.0 / (5.0 - q) - 1.0)) for q in (qa, qb))
+    b2 = (ua - ub) / (xa - xb)
+    return [4.0, b2, xa - ua / b2, 0.0, 3.0]
+
+
 def fit_logistic(
     x: ArrayLike, y: ArrayLike, increasing: bool | None = None
 ) -> tuple[list[float], float]:
