@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
 import shutil
 import statistics
@@ -648,11 +649,18 @@ def bench_experience(contents: int = 29, kinds: str = "blur,noise,jpeg,darken,co
         print(f"(skipped: {manifest} missing; `make realset` makes it)")
         return
     from agentiqa_cli.bench.synth import write_bundled_photos
+    from agentiqa_cli.resources import default_cards_dir
 
     clean = WORK / "clean"
     write_bundled_photos(clean)
-    pool = WORK / "experience.db"
+    # a pool learnt with other tool cards is refused (experience/pool.py), so each set of
+    # cards (a retrained camera model, a refitted curve) gets a pool of its own
+    cards = sorted(f for f in default_cards_dir().iterdir() if f.is_file())
+    digest = hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in cards)).hexdigest()
+    pool = WORK / f"experience-{digest[:12]}.db"
     if not pool.is_file():  # minutes: every tool on five levels of every kind, per photo
+        for old in WORK.glob("experience*.db"):
+            old.unlink()
         t, r = timed([str(BIN / "agentiqa"), "experience", "build", str(clean), "-o", str(pool),
                       "--size", "256", "-q"])  # fmt: skip
         print(f"pool built from {clean} in {t:.0f} s" if r.returncode == 0 else r.stderr[-2000:])
