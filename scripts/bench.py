@@ -56,6 +56,16 @@ def header(title: str) -> None:
     print(f"\n== {title}", flush=True)
 
 
+# the steps whose command failed: `make bench` prints every section, then exits 1 if any did
+FAILED: list[str] = []
+
+
+def failed(what: str, r: subprocess.CompletedProcess[str]) -> None:
+    """Report a failed command (the end of its stderr) and remember it for the exit code."""
+    FAILED.append(what)
+    print(f"{what} failed (exit {r.returncode}):\n{r.stderr[-2000:]}")
+
+
 def timed(cmd: list[str], **kw: object) -> tuple[float, subprocess.CompletedProcess[str]]:
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
@@ -170,7 +180,7 @@ def bench_score(n: int) -> None:
     header(f"2. score, default no-reference set ({', '.join(default_nr)}), same {n} images")
     t_nr, r = timed([agentiqa, "score", str(dist), "-o", str(WORK / "nr.csv"), "-q", "-j", "2"])
     if r.returncode not in (0, 1):
-        print(r.stderr[-2000:])
+        failed("section 2's score", r)
     print(f"agentiqa score : {t_nr:7.2f} s  {n / t_nr:6.1f} images/s")
 
 
@@ -441,7 +451,7 @@ def bench_synth() -> None:
                   "--out-dir", str(WORK / "synth")], env={**os.environ, "COLUMNS": "200"})  # fmt: skip
     print(r.stdout)
     if r.returncode != 0:
-        print(r.stderr[-2000:])
+        failed("section 6's eval-bench", r)
     print(f"({t:.0f} s)")
 
 
@@ -663,11 +673,17 @@ def bench_experience(contents: int = 29, kinds: str = "blur,noise,jpeg,darken,co
             old.unlink()
         t, r = timed([str(BIN / "agentiqa"), "experience", "build", str(clean), "-o", str(pool),
                       "--size", "256", "-q"])  # fmt: skip
-        print(f"pool built from {clean} in {t:.0f} s" if r.returncode == 0 else r.stderr[-2000:])
+        if r.returncode == 0:
+            print(f"pool built from {clean} in {t:.0f} s")
+        else:
+            failed("section 11's experience build", r)
     t, r = timed([sys.executable, str(ROOT / "scripts" / "experience_check.py"), str(pool),
                   "--manifest", str(manifest), "--contents", str(contents), "--kinds", kinds,
                   "--work", str(WORK / "experience")])  # fmt: skip
-    print(r.stdout if r.returncode == 0 else r.stderr[-2000:])
+    if r.returncode == 0:
+        print(r.stdout)
+    else:
+        failed("section 11's experience check", r)
     print(f"({t:.0f} s)")
 
 
@@ -686,6 +702,8 @@ def main() -> None:
         if args.only and k not in args.only and not (k == 1 and 2 in args.only):
             continue
         fn()
+    if FAILED:
+        sys.exit(f"\nmake bench: {len(FAILED)} step(s) failed: {', '.join(FAILED)}")
 
 
 if __name__ == "__main__":
