@@ -175,6 +175,43 @@ def test_findings_keep_one_per_category_worst_first(cards):
     assert SEVERITIES.index(found[0].severity) >= SEVERITIES.index(found[-1].severity)
 
 
+def test_slight_darkness_with_slight_noise_is_low_light_named_as_both(cards):
+    def reading(name: str, severity: str) -> float:
+        lo, hi = cards.get(name).raw_range
+        return next(
+            v
+            for v in np.linspace(lo, hi, 3001)
+            if severity_of(cards.get(name).normalize(v)) == severity
+        )
+
+    def named(readings: dict[str, float]) -> dict[str, str]:
+        return {f.category: f.severity for f in findings(readings, cards)}
+
+    dark, grain = reading("underexposure", "slight"), reading("noise", "slight")
+    quiet, lit = reading("noise", "none"), reading("underexposure", "none")
+    # either alone is within what clean photos show
+    assert named({"underexposure": dark, "noise": quiet}) == {
+        "Brightness change": "slight",
+        "Noise": "none",
+    }
+    assert named({"underexposure": lit, "noise": grain})["Noise"] == "slight"
+    # together they are a low-light shot: both named, each visible
+    both = findings({"underexposure": dark, "noise": grain}, cards)
+    assert {f.category: f.severity for f in both} == {
+        "Brightness change": "moderate",
+        "Noise": "moderate",
+    }
+    assert all("low light" in f.reason for f in both)
+    # a brightened image's grain is no low light
+    assert named({"overexposure": reading("overexposure", "slight"), "noise": grain}) == {
+        "Brightness change": "slight",
+        "Noise": "slight",
+    }
+    # a worse part keeps its own severity
+    worse = named({"underexposure": reading("underexposure", "severe"), "noise": grain})
+    assert worse == {"Brightness change": "severe", "Noise": "moderate"}
+
+
 def test_moderate_blockiness_names_compression_only_with_a_coarse_jpeg_lattice(cards):
     def severity(raw: float) -> str:
         return severity_of(cards.get("blockiness").normalize(raw))

@@ -221,3 +221,27 @@ def test_low_light_is_named_as_dark_and_noisy() -> None:
     assert low_light([dark, noisy])
     assert not low_light([dark, quiet])  # dark but clean: under-exposure alone
     assert not low_light([bright, noisy])
+
+
+def test_assess_says_which_way_an_exposure_went_and_names_low_light(
+    tmp_path: Path, photo: np.ndarray
+) -> None:
+    rng = np.random.default_rng(0)
+    dark = photo * 0.25
+    out = assess(
+        tmp_path,
+        {
+            "dark": dark,
+            "dark_noisy": dark + rng.normal(0.0, 0.04, photo.shape),
+            "bright": distort(photo, "brighten", 5, rng),
+        },
+    )
+    cells = {k: r.distortions_cell() for k, r in out.items()}  # type: ignore[attr-defined]
+    answers = {k: r.answer for k, r in out.items()}  # type: ignore[attr-defined]
+    # the reply names the category, the readings say which way (the CSV and the answer)
+    assert "brightness_change(under-exposed)" in cells["dark"], cells
+    assert "brightness_change(over-exposed)" in cells["bright"], cells
+    assert "brightness change (under-exposed)" in answers["dark"], answers
+    assert "brightness change (over-exposed)" in answers["bright"], answers
+    assert "low light: dark and noisy" in answers["dark_noisy"], answers
+    assert "low light" not in answers["dark"] and "low light" not in answers["bright"]

@@ -57,6 +57,7 @@ from agentiqa_cli.records import (
 from agentiqa_cli.scoring import fusable, fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
 from agentiqa_cli.tools.runner import ToolRunner
+from agentiqa_cli.tools.severity import findings as measured_findings
 from agentiqa_cli.tools.weights import candidates
 
 MAX_REPLANS = 2
@@ -403,6 +404,22 @@ class Agent:
         return widened(fresh if fresh.query_type == "IQA" else plan)
 
     async def _examine(self, plan: Plan, pair: Pair, evidence: list[ToolScore]) -> list[Finding]:
+        return self._directed(await self._judged(plan, pair, evidence), evidence)
+
+    def _directed(self, found: list[Finding], evidence: list[ToolScore]) -> list[Finding]:
+        """``found`` with what the readings measured each finding is within its category
+        (``Finding.says``: which way an exposure went, a resolution loss): a reply names the
+        category, the detectors say which way."""
+        readings = {s.tool: s.raw for s in evidence if s.ok and s.raw is not None}
+        says = {f.category: f.says for f in measured_findings(readings, self.cards) if f.says}
+        return [
+            f.model_copy(update={"says": says[f.category]})
+            if not f.says and f.category in says
+            else f
+            for f in found
+        ]
+
+    async def _judged(self, plan: Plan, pair: Pair, evidence: list[ToolScore]) -> list[Finding]:
         sw = plan.plan
         if plan.query_type != "IQA":
             return []

@@ -188,4 +188,29 @@ def findings(readings: Mapping[str, float], cards: CardSet | None = None) -> lis
         old = best.get(category)
         if old is None or SEVERITIES.index(sev) > SEVERITIES.index(old.severity):
             best[category] = f
+    _low_light(best)
     return sorted(best.values(), key=lambda f: (-SEVERITIES.index(f.severity), f.category))
+
+
+def _low_light(best: dict[str, Finding]) -> None:
+    """Low light: an under-exposed image whose noise shows too (a camera gained the dark
+    frame back up, its noise with it) is named as both, each at least "moderate". Either
+    reading alone at "slight" is within what clean photos show; the two together are what a
+    photographer calls a low-light shot, dark and grainy. No clean image of the fit set, the
+    realset (lossless, camera JPEGs at q75 and q80-95, either recipe), the renders or the
+    drawings reads both."""
+    dark = best.get(category_of_detector("underexposure") or "")
+    grain = best.get(category_of_detector("noise") or "")
+    if dark is None or grain is None or dark.says != says_of_detector("underexposure"):
+        return
+    if "none" in (dark.severity, grain.severity):
+        return
+    for f, other in ((dark, "noise"), (grain, "under-exposure")):
+        if f.severity == "slight":
+            best[f.category] = f.model_copy(
+                update={
+                    "severity": "moderate",
+                    "reason": f"{f.reason.removesuffix(' (slight)')} with {other}: low light"
+                    " (moderate)",
+                }
+            )
