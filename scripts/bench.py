@@ -673,10 +673,10 @@ def bench_experience(contents: int = 29, kinds: str = "blur,noise,jpeg,darken,co
             old.unlink()
         t, r = timed([str(BIN / "agentiqa"), "experience", "build", str(clean), "-o", str(pool),
                       "--size", "256", "-q"])  # fmt: skip
-        if r.returncode == 0:
-            print(f"pool built from {clean} in {t:.0f} s")
-        else:
+        if r.returncode != 0:
             failed("section 11's experience build", r)
+            return
+        print(f"pool built from {clean} in {t:.0f} s")
     t, r = timed([sys.executable, str(ROOT / "scripts" / "experience_check.py"), str(pool),
                   "--manifest", str(manifest), "--contents", str(contents), "--kinds", kinds,
                   "--work", str(WORK / "experience")])  # fmt: skip
