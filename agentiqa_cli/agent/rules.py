@@ -36,7 +36,7 @@ from agentiqa_cli.errors import VLMError
 from agentiqa_cli.records import CATEGORIES, Category, Finding, Plan, ToolScore, level_of
 from agentiqa_cli.scoring import fusable, fuse_tools
 from agentiqa_cli.tools.cards import CardSet, ToolCard
-from agentiqa_cli.tools.severity import findings
+from agentiqa_cli.tools.severity import findings, under_exposed
 
 _SEVERITY_RANK = {"none": 0, "slight": 1, "moderate": 2, "severe": 3, "extreme": 4}
 
@@ -181,7 +181,7 @@ def low_light(findings: list[Finding]) -> bool:
     the dark frame back up), named as both."""
     seen = [f for f in findings if f.severity != "none"]
     noise = category_of_detector("noise")
-    return any(f.says == "under-exposed" for f in seen) and any(f.category == noise for f in seen)
+    return any(under_exposed(f) for f in seen) and any(f.category == noise for f in seen)
 
 
 _YES_NO = re.compile(

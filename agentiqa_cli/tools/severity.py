@@ -192,6 +192,11 @@ def findings(readings: Mapping[str, float], cards: CardSet | None = None) -> lis
     return sorted(best.values(), key=lambda f: (-SEVERITIES.index(f.severity), f.category))
 
 
+def under_exposed(f: Finding) -> bool:
+    """A finding of under-exposure (its category, Brightness change, goes either way)."""
+    return f.says == says_of_detector("underexposure")
+
+
 def _low_light(best: dict[str, Finding]) -> None:
     """Low light: an under-exposed image whose noise shows too (a camera gained the dark
     frame back up, its noise with it) is named as both, each at least "moderate". Either
@@ -201,7 +206,7 @@ def _low_light(best: dict[str, Finding]) -> None:
     drawings reads both."""
     dark = best.get(category_of_detector("underexposure") or "")
     grain = best.get(category_of_detector("noise") or "")
-    if dark is None or grain is None or dark.says != says_of_detector("underexposure"):
+    if dark is None or grain is None or not under_exposed(dark):
         return
     if "none" in (dark.severity, grain.severity):
         return
