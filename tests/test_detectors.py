@@ -212,7 +212,7 @@ def test_slight_darkness_with_slight_noise_is_low_light_named_as_both(cards):
     assert worse == {"Brightness change": "severe", "Noise": "moderate"}
 
 
-def test_moderate_blockiness_names_compression_only_with_a_coarse_jpeg_lattice(cards):
+def test_blockiness_names_compression_only_with_a_coarse_jpeg_lattice(cards):
     def severity(raw: float) -> str:
         return severity_of(cards.get("blockiness").normalize(raw))
 
@@ -226,7 +226,10 @@ def test_moderate_blockiness_names_compression_only_with_a_coarse_jpeg_lattice(c
     # a camera's own q75 save (or no coarser lattice at all): its steps are not damage
     assert named(moderate, 75.0) == "slight" and named(moderate, 100.0) == "slight"
     # a coarse earlier save corroborates them: the worse of the two readings is named
-    assert named(moderate, 45.0) == "moderate"
+    assert named(moderate, 45.0) == "moderate" and named(severe, 45.0) == "severe"
+    # steps a smooth sky keeps from a q75-85 save, read as severe: the lattice says which
+    # save made them, and it is a camera's own
+    assert named(severe, 75.0) == "slight" and named(severe, 82.0) == "slight"
     assert named(severe, 100.0) == "severe"  # severe blocking stands without a lattice
 
 

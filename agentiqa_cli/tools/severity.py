@@ -40,18 +40,25 @@ CUTS: tuple[tuple[float, Severity], ...] = (
 # ``colorcast`` stays a tool (``score --tools colorcast``) and evidence for a model.
 
 # A camera's own JPEG save (quality 70 and up) leaves 8x8 steps on dark, smooth skies that
-# blockiness reads as moderate. Where the quantizer's lattice in the pixels (jpeg_quality)
-# shows that the coarsest save was such a one, or finer, those steps name no visible
-# compression: blockiness reads "slight" there. Severe blocking stands whatever the lattice
-# says (an image edited after its save loses the lattice but keeps its blocks).
+# blockiness reads as moderate, and on wide smooth gradients (a clear sky, a bokeh backdrop, a
+# flat render) at q75-85 as severe. Where the quantizer's lattice in the pixels
+# (jpeg_quality) shows that the coarsest save was such a one, or finer, those steps name no
+# visible compression: blockiness reads "slight" there. Only where the lattice itself was
+# read (below 100: a save at q70-85 is what made those steps) does that hold for severe
+# steps too; without a lattice severe blocking stands (an image edited after a coarse save
+# loses the lattice but keeps its blocks).
 CAMERA_JPEG = 70.0
+NO_LATTICE = 100.0
 
 
 def _corroborated(name: str, severity: Severity, readings: Mapping[str, float]) -> Severity:
-    if name == "blockiness" and severity == "moderate":
-        quality = readings.get("jpeg_quality")
-        if quality is not None and quality >= CAMERA_JPEG:
-            return "slight"
+    if name != "blockiness" or severity not in ("moderate", "severe"):
+        return severity
+    quality = readings.get("jpeg_quality")
+    if quality is None or quality < CAMERA_JPEG:
+        return severity
+    if severity == "moderate" or quality < NO_LATTICE:
+        return "slight"
     return severity
 
 
