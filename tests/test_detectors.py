@@ -288,13 +288,38 @@ def test_large_image_is_measured_on_reduced_planes():
     big = np.clip(0.5 + 0.02 * rng.standard_normal((1500, 2100, 3)), 0, 1).astype(np.float32)
     img = _img(big)
     sigma = DETECTORS["noise"](img)
-    # noise is read at viewing scale (3x3 block means here: sigma / 3), as a viewer of the
-    # whole photo sees it and as the same photo at a third of the size reads
+    # noise is read at viewing scale (1024 px: 2x2 block means, then resampled the rest of
+    # the way, which averages neighbours too: below sigma / 2), as a viewer of the whole
+    # photo sees it and as the same photo at half the size reads
     assert 0.003 < sigma < 0.008
     DETECTORS["sharpness"](img)
     DETECTORS["blockiness"](img)  # the JPEG grid is read on full-resolution crops
     assert img._tensors["det:detail"].shape[1] <= 1024
     assert all(max(c.shape) <= 1024 for c in img._tensors["det:crops"])
+
+
+def _shapes(w: int, h: int, blur_at_view: float) -> np.ndarray:
+    """Flat grey rectangles on grey, placed relative to the width (the same scene at any
+    size), blurred by ``blur_at_view`` px of a 1024 px view."""
+    rng = np.random.default_rng(3)
+    yy, xx = np.mgrid[0:h, 0:w] / w
+    g = np.full((h, w), 0.5, np.float32)
+    for _ in range(60):
+        x0, y0 = rng.random(2) * [1, h / w]
+        side, tone = rng.random() * 0.15 + 0.02, rng.random()
+        g[(xx >= x0) & (xx < x0 + side) & (yy >= y0) & (yy < y0 + 0.7 * side)] = tone
+    g = ndimage.gaussian_filter(g, blur_at_view * w / 1024)
+    return np.repeat(g[..., None], 3, axis=2).astype(np.float32)
+
+
+@pytest.mark.parametrize("side", [1100, 1620, 2048, 3000])
+def test_every_image_larger_than_the_view_is_read_at_the_views_size(side):
+    # an integer reduction alone read a 1100 px photo at 550 px and a 1620 px one at 810:
+    # its blur at half the size, so the same scene read sharper the more pixels it had
+    at_view = DETECTORS["sharpness"](_img(_shapes(1024, 683, 2.0)))
+    img = _img(_shapes(side, side * 2 // 3, 2.0))
+    assert abs(DETECTORS["sharpness"](img) - at_view) < 0.02
+    assert max(img._tensors["det:detail"].shape) == 1024
 
 
 def test_large_image_is_read_beyond_its_centre():
