@@ -8,10 +8,11 @@ smaller one has its finest bands empty while the coarser ones keep their contras
 cepstral zeros are filled in. ``features`` returns, besides every built-in detector's raw
 reading, these band and colour statistics:
 
-- octave band energies of the luma at viewing scale (``detectors._detail``: 1024 px
-  on the long side, or smaller as it is) in a Laplacian pyramid per 32 px tile: in the most structured tiles (the
-  subject, a quarter of them), each fine band against the coarse ones (their 90th percentile and median, log2), which falls as
-  resolution is lost (an upscale, a defocus, a shake) and rises with noise;
+- octave band energies of the luma at viewing scale (``detectors._detail``: 1024 px on the
+  long side, or smaller as it is) in a Laplacian pyramid per 32 px tile: in the most
+  structured tiles (the subject, a quarter of them), each fine band against the coarse ones
+  (their 90th percentile and median, log2), which falls as resolution is lost (an upscale, a
+  defocus, a shake) and rises with noise;
 - in the flattest tiles (a quarter), the finest and the second band's energy of luma and of
   the two colour-difference planes (log): noise where content does not mask it;
 - luma percentiles and the shares of clipped and black pixels: exposure;

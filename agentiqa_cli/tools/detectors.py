@@ -6,12 +6,13 @@ under the tool cards' ``metric`` names. ``findings`` (from ``tools/severity.py``
 readings into distortion findings for the rules backend.
 
 Working planes, computed once per image and cached on it:
-- ``_detail``: luma at 1024 px on the long side (area-averaged, then resampled to exactly
-  that size; a smaller image as it is) for sharpness, motion blur and noise; at that scale pixel-level softness and per-pixel
-  noise of large camera files count as a viewer of the whole photo sees them (IQA datasets
-  such as KonIQ-10k are rated at about this size), and the same photo at half or twice the
-  size reads alike. ``_value``: the brightest channel of each pixel at the same scale, for
-  under-exposure; ``_chroma``: the colour differences at that scale (the camera model).
+- ``_detail``: luma at 1024 px on the long side (area-averaged, then resampled to exactly that
+  size; a smaller image as it is) for sharpness, motion blur and noise; at that scale
+  pixel-level softness and per-pixel noise of large camera files count as a viewer of the whole
+  photo sees them (IQA datasets such as KonIQ-10k are rated at about this size), and the same
+  photo at twice the size, or at any size above the view's, reads alike. ``_value``: the
+  brightest channel of each pixel at the same scale, for under-exposure; ``_chroma``: the
+  colour differences at that scale (the camera model).
 - ``_crops``: full-resolution luma for blockiness, pixelation and an upscale's lattice, which
   downscaling would erase: the whole image when it fits in 1024×1024, else five 512×512
   crops (the centre and the middles of the four quadrants), so a defect anywhere in a large
