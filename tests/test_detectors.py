@@ -233,6 +233,25 @@ def test_blockiness_names_compression_only_with_a_coarse_jpeg_lattice(cards):
     assert named(severe, 100.0) == "severe"  # severe blocking stands without a lattice
 
 
+def test_clipped_chroma_of_a_camera_save_is_no_colour_distortion(cards):
+    def severity(raw: float) -> str:
+        return severity_of(cards.get("saturation_clip").normalize(raw))
+
+    moderate = next(v for v in np.linspace(0.0, 1.0, 1001) if severity(v) == "moderate")
+    severe = next(v for v in np.linspace(0.0, 1.0, 1001) if severity(v) == "severe")
+
+    def named(share: float, quality: float) -> str:
+        found = findings({"saturation_clip": share, "jpeg_quality": quality}, cards)
+        return next(f.severity for f in found if f.category == "Color distortions")
+
+    # a vivid flower's q75-85 save: the save clamped the ringing at its deep colours' edges
+    assert named(moderate, 75.0) == "slight" and named(moderate, 92.9) == "slight"
+    # no save the lattice can read (a PNG, q85+), a coarse earlier save, or a severe share:
+    # named as read
+    assert named(moderate, 100.0) == "moderate" and named(moderate, 45.0) == "moderate"
+    assert named(severe, 75.0) == "severe"
+
+
 def test_black_and_white_photo_is_not_a_colour_distortion(cards):
     grey = _photo("camera")
     found = findings(detect_all(_img(grey)), cards)
