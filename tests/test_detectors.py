@@ -212,17 +212,26 @@ def test_slight_darkness_with_slight_noise_is_low_light_named_as_both(cards):
     assert worse == {"Brightness change": "severe", "Noise": "moderate"}
 
 
-def test_blockiness_names_compression_only_with_a_coarse_jpeg_lattice(cards):
+def _beside_a_lattice(cards, detector: str, category: str, top: float):
+    """Readings of ``detector`` where its "moderate" and its "severe" bands start, and the
+    severity of its finding in ``category`` beside a ``jpeg_quality`` reading."""
+
     def severity(raw: float) -> str:
-        return severity_of(cards.get("blockiness").normalize(raw))
+        return severity_of(cards.get(detector).normalize(raw))
 
-    moderate = next(v for v in np.linspace(0.0, 5.0, 501) if severity(v) == "moderate")
-    severe = next(v for v in np.linspace(0.0, 5.0, 501) if severity(v) == "severe")
+    grid = np.linspace(0.0, top, 1001)
+    moderate = next(v for v in grid if severity(v) == "moderate")
+    severe = next(v for v in grid if severity(v) == "severe")
 
-    def named(blocks: float, quality: float) -> str:
-        found = findings({"blockiness": blocks, "jpeg_quality": quality}, cards)
-        return next(f.severity for f in found if f.category == "Compression")
+    def named(raw: float, quality: float) -> str:
+        found = findings({detector: raw, "jpeg_quality": quality}, cards)
+        return next(f.severity for f in found if f.category == category)
 
+    return moderate, severe, named
+
+
+def test_blockiness_names_compression_only_with_a_coarse_jpeg_lattice(cards):
+    moderate, severe, named = _beside_a_lattice(cards, "blockiness", "Compression", 5.0)
     # a camera's own q75 save (or no coarser lattice at all): its steps are not damage
     assert named(moderate, 75.0) == "slight" and named(moderate, 100.0) == "slight"
     # a coarse earlier save corroborates them: the worse of the two readings is named
@@ -234,16 +243,7 @@ def test_blockiness_names_compression_only_with_a_coarse_jpeg_lattice(cards):
 
 
 def test_clipped_chroma_of_a_camera_save_is_no_colour_distortion(cards):
-    def severity(raw: float) -> str:
-        return severity_of(cards.get("saturation_clip").normalize(raw))
-
-    moderate = next(v for v in np.linspace(0.0, 1.0, 1001) if severity(v) == "moderate")
-    severe = next(v for v in np.linspace(0.0, 1.0, 1001) if severity(v) == "severe")
-
-    def named(share: float, quality: float) -> str:
-        found = findings({"saturation_clip": share, "jpeg_quality": quality}, cards)
-        return next(f.severity for f in found if f.category == "Color distortions")
-
+    moderate, severe, named = _beside_a_lattice(cards, "saturation_clip", "Color distortions", 1.0)
     # a vivid flower's q75-85 save: the save clamped the ringing at its deep colours' edges
     assert named(moderate, 75.0) == "slight" and named(moderate, 92.9) == "slight"
     # no save the lattice can read (a PNG, q85+), a coarse earlier save, or a severe share:
