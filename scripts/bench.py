@@ -660,13 +660,15 @@ def bench_experience(contents: int = 29, kinds: str = "blur,noise,jpeg,darken,co
         return
     from agentiqa_cli.bench.synth import write_bundled_photos
     from agentiqa_cli.resources import default_cards_dir
+    from agentiqa_cli.tools.cards import load_cards
 
     clean = WORK / "clean"
     write_bundled_photos(clean)
-    # a pool learnt with other tool cards is refused (experience/pool.py), so each set of
-    # cards (a retrained camera model, a refitted curve) gets a pool of its own
-    cards = sorted(f for f in default_cards_dir().iterdir() if f.is_file())
-    digest = hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in cards)).hexdigest()
+    # a pool learnt with other tool cards is refused (experience/pool.check_cards compares
+    # the cards' file hashes), so each set of cards (a retrained camera model's refitted
+    # heads, a refitted curve) gets a pool of its own, named by those same hashes
+    hashes = sorted(load_cards(default_cards_dir()).hashes.items())
+    digest = hashlib.sha256(repr(hashes).encode()).hexdigest()
     pool = WORK / f"experience-{digest[:12]}.db"
     if not pool.is_file():  # minutes: every tool on five levels of every kind, per photo
         for old in WORK.glob("experience*.db"):
