@@ -52,11 +52,12 @@ demo: setup
 
 # refit the built-in detectors' and the weight-free pyiqa cards' logistics (minutes; not in CI;
 # the detectors' fit set, scripts/fitset.yaml, is fetched with apt-get download into .cache/fitset,
-# the design drawings of the ringing card into .cache/drawings)
+# the design drawings of the ringing card into .cache/drawings; the page card draws its own pages)
 fit-cards: setup
 	$(BIN)/python scripts/fit_builtin_cards.py
 	$(BIN)/python scripts/calibrate_cards.py
 	$(BIN)/python scripts/fit_ringing_card.py
+	$(BIN)/python scripts/fit_page_card.py
 
 # the camera model's weights (tool_cards/camera_model.json): trained on the fit set's camera and
 # lossless series (built into .cache/fitset), on the CPU; the realset stays held out

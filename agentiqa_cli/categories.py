@@ -154,7 +154,7 @@ DISTORTIONS: tuple[Distortion, ...] = (
         "Blurs",
         kinds=("blur", "motion_blur"),
         camera_kinds=("defocus", "shake"),
-        detectors=("sharpness", "camera_blur"),
+        detectors=("sharpness", "camera_blur", "page_sharpness"),
         artefacts=("blur",),
     ),
     # an image blown up from a smaller one, or detail its sensor never held: its finest

@@ -38,6 +38,7 @@ from agentiqa_cli.tools.detectors import (
     enlarged,
     findings,
     motion_length,
+    page,
     quarter_lattice,
     resampling,
     ringing,
@@ -278,14 +279,9 @@ def test_every_detector_has_a_monotone_builtin_card(cards):
         card = cards.get(name)
         assert card.backend == "builtin" and card.metric == name and card.mode == "NR"
         # the signal detectors are fitted; the camera model's readings are trained scores;
-        # a drawing's ringing is fitted on the design drawings
-        fitted = (
-            "fit_builtin_cards"
-            if name in SIGNALS
-            else "fit_ringing_card"
-            if name == "ringing"
-            else "train_camera_model"
-        )
+        # a drawing's ringing is fitted on the design drawings, a page's blur on drawn pages
+        own = {"ringing": "fit_ringing_card", "page_sharpness": "fit_page_card"}
+        fitted = "fit_builtin_cards" if name in SIGNALS else own.get(name, "train_camera_model")
         assert card.logistic is not None and fitted in card.logistic.source, name
         grid = np.linspace(*card.raw_range, 400)
         q = logistic5(grid, *card.logistic.params)
@@ -924,6 +920,46 @@ def test_a_drawing_on_white_is_not_over_exposed_or_blocky(drawings, kind, cards)
         found = findings(detect_all(image), cards)
         assert not _visible(found, "Brightness change"), found
         assert not _visible(found, "Compression"), found
+
+
+def _disc_blur(px: np.ndarray, radius: float) -> np.ndarray:
+    n = int(np.ceil(radius)) + 1
+    y, x = np.mgrid[-n : n + 1, -n : n + 1]
+    k = np.clip(radius + 0.5 - np.hypot(x, y), 0.0, 1.0)
+    return np.stack([ndimage.convolve(px[..., c], k / k.sum()) for c in range(3)], -1)
+
+
+@pytest.mark.parametrize("background", ["white", "dark"])
+def test_a_defocused_page_is_named_blurred(rendered, background, cards):
+    """The camera model learned photographs and reads a page's glyphs as sharp whatever their
+    focus (a page defocused by a 3 px disc read "contrast", no blur). A page (no colour,
+    plain paper, ink in many tiles) is judged by how sharp its glyphs are: as drawn and as a
+    phone sees it (grey paper lit unevenly, sensor noise), in focus it is no blur; defocused
+    by a 3 px disc at the view (the camera series' level 3) its glyphs name it."""
+    px = rendered[("page", background)]
+    h, w = px.shape[:2]
+    light = 0.8 + 0.15 * np.linspace(0.0, 1.0, w)[None, :, None]
+    rng = np.random.default_rng(3)
+    view = max(h, w) / 1024
+    for shot in (lambda a: a, lambda a: a * light * 0.9 + 0.06 + rng.normal(0, 0.012, a.shape)):
+        sharp = _img(_decoded(shot(px), format="JPEG", quality=90))
+        assert page(sharp)
+        assert not _visible(findings(detect_all(sharp), cards), "Blurs")
+        soft = _img(_decoded(shot(_disc_blur(px, 3 * view)), format="JPEG", quality=90))
+        readings = detect_all(soft)
+        assert page(soft) and _visible(findings(readings, cards), "Blurs")
+        own = cards.get("page_sharpness").normalize(readings["page_sharpness"])
+        assert severity_of(own) in ("moderate", "severe"), own
+
+
+def test_a_grey_photograph_is_no_page(photo):
+    """Only a page's glyphs are judged so: a black-and-white photograph, a grey macro shot in
+    the dark and a soft one keep the photograph's judgement (fog and bokeh are no defect)."""
+    grey = np.repeat(photo.mean(axis=2, keepdims=True), 3, axis=2)
+    camera = _photo("camera", 512)
+    for px in (grey, camera, 1.0 - camera, _disc_blur(camera, 3.0), grey * 0.4):
+        image = _img(_decoded(px, format="JPEG", quality=90))
+        assert not page(image) and detect_all(image)["page_sharpness"] == 1.0
 
 
 def _pastel_regions() -> np.ndarray:

@@ -20,6 +20,7 @@ from agentiqa_cli.tools.detectors import (
     enlarged,
     findings,
     jpeg_quality,
+    page_sharpness,
     resampling,
     ringing,
 )
@@ -99,6 +100,8 @@ DETECTORS: dict[str, Callable[[LoadedImage], float]] = {
     # a drawing's coarse save, where clipping at its white hid the lattice (not read by the
     # camera model, which was trained before it)
     "ringing": ringing,
+    # a page's blur, where the camera model (trained on photographs) reads a page as sharp
+    "page_sharpness": page_sharpness,
 }
 
 

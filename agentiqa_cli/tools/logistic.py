@@ -26,14 +26,18 @@ def normalize(raw: float, params: Sequence[float]) -> float:
     return float(np.clip(logistic5(raw, *params), 1.0, 5.0))
 
 
-def sigmoid_through(a: tuple[float, float], b: tuple[float, float]) -> list[float]:
-    """The parameters of ``5 - 4 / (1 + exp(b2 (x - b3)))`` (b1 = 4, b4 = 0, b5 = 3: the
-    whole 1-5 scale, monotone) through two points (raw, quality), each quality strictly
-    between 1 and 5: a card anchored at a clean reading and a damaged one."""
+def sigmoid_through(
+    a: tuple[float, float], b: tuple[float, float], span: float = 4.0
+) -> list[float]:
+    """The parameters of ``3 + span (1/2 - 1 / (1 + exp(b2 (x - b3))))`` (b1 = span, b4 = 0,
+    b5 = 3; with the default span the whole 1-5 scale, monotone) through two points (raw,
+    quality), each quality strictly inside the curve's range: a card anchored at a clean
+    reading and a damaged one. A wider span reaches 5 (the score is clipped there) at a
+    finite reading."""
     (xa, qa), (xb, qb) = a, b
-    ua, ub = (float(np.log(4.0 / (5.0 - q) - 1.0)) for q in (qa, qb))
+    ua, ub = (float(np.log(1.0 / (0.5 - (q - 3.0) / span) - 1.0)) for q in (qa, qb))
     b2 = (ua - ub) / (xa - xb)
-    return [4.0, b2, xa - ua / b2, 0.0, 3.0]
+    return [span, b2, xa - ua / b2, 0.0, 3.0]
 
 
 def fit_logistic(

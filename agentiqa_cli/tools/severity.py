@@ -81,6 +81,9 @@ def _camera_reads(what: str) -> _Reason:
 # how each detector words its reading in a finding; the category comes from categories.py
 REASONS: dict[str, _Reason] = {
     "sharpness": lambda v: f"sharpness {v:.2f} in the sharpest region of the image",
+    "page_sharpness": lambda v: (
+        f"a page's glyphs read sharpness {v:.2f} (a page in focus: about 0.9)"
+    ),
     "pixelation": lambda v: (
         f"pixelated: {v:.0%} of rows/columns repeat (blocks of ~{1 / max(1e-3, 1 - v):.0f} px)"
     ),
