@@ -26,6 +26,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
+from agentiqa_cli.bench.camera import disc_kernel
 from agentiqa_cli.bench.renders import _page
 from agentiqa_cli.imaging.load import decode_bytes, load_image
 from agentiqa_cli.tools.cards import Logistic, write_card_logistic
@@ -41,13 +42,6 @@ VIEW = 1024
 STYLES = ("scan", "phone", "large scan")
 
 
-def _disc(radius: float) -> np.ndarray:
-    n = int(np.ceil(radius)) + 1
-    y, x = np.mgrid[-n : n + 1, -n : n + 1]
-    k = np.clip(radius + 0.5 - np.hypot(x, y), 0.0, 1.0)
-    return k / k.sum()
-
-
 def _readings(k: int) -> list[tuple[float, bool]]:
     """(page_sharpness, page) of page ``k`` at every radius of ``RADII``."""
     rng = np.random.default_rng([2026, k])
@@ -61,7 +55,7 @@ def _readings(k: int) -> list[tuple[float, bool]]:
     for r in RADII:
         y = x
         if r:
-            disc = _disc(r * scale)
+            disc = disc_kernel(r * scale)
             y = np.stack([ndimage.convolve(x[..., c], disc, mode="reflect") for c in range(3)], -1)
         if style == "phone":
             h, w = y.shape[:2]

@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 from scipy import ndimage
 
+from agentiqa_cli.bench.camera import disc_kernel
 from agentiqa_cli.bench.synth import bundled_photos
 from agentiqa_cli.imaging.distort import distort
 from agentiqa_cli.imaging.load import LoadedImage
@@ -923,10 +924,8 @@ def test_a_drawing_on_white_is_not_over_exposed_or_blocky(drawings, kind, cards)
 
 
 def _disc_blur(px: np.ndarray, radius: float) -> np.ndarray:
-    n = int(np.ceil(radius)) + 1
-    y, x = np.mgrid[-n : n + 1, -n : n + 1]
-    k = np.clip(radius + 0.5 - np.hypot(x, y), 0.0, 1.0)
-    return np.stack([ndimage.convolve(px[..., c], k / k.sum()) for c in range(3)], -1)
+    k = disc_kernel(radius)
+    return np.stack([ndimage.convolve(px[..., c], k) for c in range(3)], -1)
 
 
 @pytest.mark.parametrize("background", ["white", "dark"])

@@ -117,13 +117,17 @@ def _convolve(lin: Array, k: Array) -> Array:
     return out.astype(np.float32)
 
 
-def defocus(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Array:
-    r = _param("defocus", level)
-    n = int(np.ceil(r)) + 1
+def disc_kernel(radius: float) -> Array:
+    """A disc of ``radius`` px with an antialiased rim, summing to 1: the out-of-focus point
+    spread of a round aperture."""
+    n = int(np.ceil(radius)) + 1
     yy, xx = np.mgrid[-n : n + 1, -n : n + 1]
-    # a disc with an antialiased rim (the out-of-focus point spread of a round aperture)
-    k = np.clip(r + 0.5 - np.hypot(yy, xx), 0.0, 1.0).astype(np.float32)
-    return _spread(x, k / k.sum(), recipe)
+    k = np.clip(radius + 0.5 - np.hypot(yy, xx), 0.0, 1.0).astype(np.float32)
+    return k / k.sum()
+
+
+def defocus(x: Array, level: int, rng: np.random.Generator, recipe: Recipe) -> Array:
+    return _spread(x, disc_kernel(_param("defocus", level)), recipe)
 
 
 def _spread(x: Array, k: Array, recipe: Recipe) -> Array:
