@@ -932,15 +932,25 @@ def _disc_blur(px: np.ndarray, radius: float) -> np.ndarray:
 def test_a_defocused_page_is_named_blurred(rendered, background, cards):
     """The camera model learned photographs and reads a page's glyphs as sharp whatever their
     focus (a page defocused by a 3 px disc read "contrast", no blur). A page (no colour,
-    plain paper, ink in many tiles) is judged by how sharp its glyphs are: as drawn and as a
-    phone sees it (grey paper lit unevenly, sensor noise), in focus it is no blur; defocused
+    plain paper, ink in many tiles) is judged by how sharp its glyphs are: as drawn, as a
+    phone sees it (grey paper lit unevenly, sensor noise) and with its light falling off
+    by half towards a corner, in focus it is no blur; defocused
     by a 3 px disc at the view (the camera series' level 3) its glyphs name it."""
     px = rendered[("page", background)]
     h, w = px.shape[:2]
     light = 0.8 + 0.15 * np.linspace(0.0, 1.0, w)[None, :, None]
+    # a book page's light falling off towards a corner (as scikit-image's scanned page)
+    shade = 1.0 - 0.25 * (
+        np.linspace(0.0, 1.0, w)[None, :, None] + np.linspace(0.0, 1.0, h)[:, None, None]
+    )
     rng = np.random.default_rng(3)
     view = max(h, w) / 1024
-    for shot in (lambda a: a, lambda a: a * light * 0.9 + 0.06 + rng.normal(0, 0.012, a.shape)):
+    shots = (
+        lambda a: a,
+        lambda a: a * light * 0.9 + 0.06 + rng.normal(0, 0.012, a.shape),
+        lambda a: a * shade,
+    )
+    for shot in shots:
         sharp = _img(_decoded(shot(px), format="JPEG", quality=90))
         assert page(sharp)
         assert not _visible(findings(detect_all(sharp), cards), "Blurs")

@@ -562,14 +562,15 @@ def _edge_after_motion(length: float, h_size: int = 11) -> float:
 # no defect; a page's glyphs are all meant to be crisp. So ``page`` tells a page from a
 # photograph: without colour (``colorfulness`` at most PAGE_COLOURLESS: ink on paper; a
 # colourful photo, an over-exposed one whose clipped sky reads as paper included, is none),
-# its paper the same tone in most tiles (PAGE_PLAIN), most of the view paper (PAGE_FLAT),
-# and ink in enough tiles (PAGE_INKED): tiles whose darkest pixels stand PAGE_INK below
-# their paper and which are paper for the most part between the strokes (PAGE_BETWEEN), as a
-# smooth gradient is not. Light ink on a dark page reads the same, inverted. Of the clean
+# its paper in most tiles the tone of the tiles around it (PAGE_PLAIN: a scan or a phone
+# shot whose light falls off across the page is still one paper), most of the view paper
+# (PAGE_FLAT), and ink in enough tiles (PAGE_INKED): tiles whose darkest pixels stand
+# PAGE_INK below their paper and which are paper for the most part between the strokes
+# (PAGE_BETWEEN), as a smooth gradient is not. Light ink on a dark page reads the same, inverted. Of the clean
 # images of the fit set and the realset (photos, crops, renders), none but a page passes.
 PAGE_TILE = 32
 PAGE_COLOURLESS = 0.06
-PAGE_PAPER = 0.12  # a tile's paper (its 95th percentile) within this of the page's
+PAGE_PAPER = 0.06  # a tile's paper (its 95th percentile) within this of its neighbours'
 PAGE_NEAR = 0.06  # a pixel within this of its tile's paper is paper
 PAGE_INK = 0.25
 PAGE_BETWEEN = 0.35
@@ -580,8 +581,8 @@ PAGE_INKED = 0.25
 
 def page_parts(image: LoadedImage) -> tuple[float, float, float]:
     """What ``page`` reads on the view's luma (every other pixel of each tile): the share of
-    tiles whose paper is the page's, the share of the view that is paper, and the share of
-    tiles with ink."""
+    tiles whose paper is their neighbours' (a page's light may fall off across it), the
+    share of the view that is paper, and the share of tiles with ink."""
 
     def make() -> tuple[float, float, float]:
         g = _detail(image)
@@ -596,7 +597,11 @@ def page_parts(image: LoadedImage) -> tuple[float, float, float]:
         hi = np.percentile(tiles, 95, axis=1)
         lo = np.percentile(tiles, 3, axis=1)
         near = np.abs(tiles - hi[:, None]) <= PAGE_NEAR
-        plain = float(np.mean(np.abs(hi - np.median(hi)) <= PAGE_PAPER))
+        # the paper around each tile: the median of its 3x3 neighbourhood's (edges repeated)
+        around = np.pad(hi.reshape(ny, nx), 1, mode="edge")
+        shifts = [around[dy : dy + ny, dx : dx + nx] for dy in range(3) for dx in range(3)]
+        local = np.median(np.stack(shifts), axis=0).ravel()
+        plain = float(np.mean(np.abs(hi - local) <= PAGE_PAPER))
         inked = (hi - lo >= PAGE_INK) & (near.mean(axis=1) >= PAGE_BETWEEN)
         return plain, float(near.mean()), float(inked.mean())
 
