@@ -38,6 +38,7 @@ from agentiqa_cli.tools.detectors import (
     drawn_white,
     enlarged,
     findings,
+    lattice_found,
     motion_length,
     page,
     quarter_lattice,
@@ -894,6 +895,21 @@ def test_an_enlargement_by_4_is_found_by_its_phase(cards):
     assert drawn_white(_img(page)) > 0.9 and not enlarged(_img(page))
 
 
+@pytest.mark.parametrize("resample", [Image.Resampling.BICUBIC, Image.Resampling.BILINEAR])
+def test_a_lattice_in_one_axis_is_no_enlargement(resample):
+    """An enlargement resamples both axes: its lattice stands in the rows' profile and in the
+    columns' alike. The same photo stretched by 1.5 along one axis only (what a page's
+    glyphs at a regular pitch look like to the profiles) keeps a strong peak in one of them:
+    no enlargement."""
+    im = Image.fromarray((_photo("astronaut", 400) * 255 + 0.5).astype(np.uint8))
+    w, h = im.size
+    both = np.asarray(im.resize((w * 3 // 2, h * 3 // 2), resample), np.float32) / 255.0
+    one = np.asarray(im.resize((w * 3 // 2, h), resample), np.float32) / 255.0
+    assert lattice_found(_img(both)) and enlarged(_img(both))
+    assert resampling(_img(one)) >= LATTICE
+    assert not lattice_found(_img(one)) and not enlarged(_img(one))
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory) -> dict[tuple[str, str], np.ndarray]:
     """Charts, a text page and a dashboard on white and dark backgrounds (bench.renders at a
@@ -935,7 +951,9 @@ def test_a_defocused_page_is_named_blurred(rendered, background, cards):
     plain paper, ink in many tiles) is judged by how sharp its glyphs are: as drawn, as a
     phone sees it (grey paper lit unevenly, sensor noise) and with its light falling off
     by half towards a corner, in focus it is no blur; defocused
-    by a 3 px disc at the view (the camera series' level 3) its glyphs name it."""
+    by a 3 px disc at the view (the camera series' level 3) its glyphs name it. Its glyphs
+    at a regular pitch were read as an enlargement's lattice ("resolution loss") and its
+    white paper, once the glyphs' edges roll into it, as blown light ("over-exposed")."""
     px = rendered[("page", background)]
     h, w = px.shape[:2]
     light = 0.8 + 0.15 * np.linspace(0.0, 1.0, w)[None, :, None]
@@ -956,9 +974,14 @@ def test_a_defocused_page_is_named_blurred(rendered, background, cards):
         assert not _visible(findings(detect_all(sharp), cards), "Blurs")
         soft = _img(_decoded(shot(_disc_blur(px, 3 * view)), format="JPEG", quality=90))
         readings = detect_all(soft)
-        assert page(soft) and _visible(findings(readings, cards), "Blurs")
+        found = findings(readings, cards)
+        assert page(soft) and _visible(found, "Blurs")
         own = cards.get("page_sharpness").normalize(readings["page_sharpness"])
         assert severity_of(own) in ("moderate", "severe"), own
+        # its glyphs' regular pitch is no enlargement, its white paper no blown light
+        assert not enlarged(soft)
+        if background == "white":
+            assert not _visible(found, "Brightness change"), found
 
 
 def test_a_grey_photograph_is_no_page(photo):

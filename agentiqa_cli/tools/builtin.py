@@ -12,23 +12,22 @@ from agentiqa_cli.records import Finding
 from agentiqa_cli.tools.camera_model import RESOLUTION_TARGETS, shipped
 from agentiqa_cli.tools.detectors import (
     CAMERA_HEADS,
-    LATTICE,
     SIGNAL_DETECTORS,
     drawn,
     drawn_plain,
-    drawn_white,
     enlarged,
     findings,
     jpeg_quality,
+    lattice_found,
     page_sharpness,
-    resampling,
     ringing,
+    white_ground,
 )
 
 __all__ = ["DETECTORS", "detect", "detect_all"]
 
-# Readings that a drawing's design trips: its white background is not blown light
-# (``detectors.drawn_white``), and its flat fills and straight edges (bars on the 8 px grid),
+# Readings that a drawing's design trips: its white background, like a page's paper, is not
+# blown light (``detectors.white_ground``), and its flat fills and straight edges (bars on the 8 px grid),
 # on white or on a dark theme's flat colour (``detectors.drawn``), are not the blocks of a
 # coarse save or of an enlargement; the ringing of its save around many small markers is not
 # sensor noise where its background is plain (``detectors.drawn_plain``: noise would show
@@ -36,13 +35,13 @@ __all__ = ["DETECTORS", "detect", "detect_all"]
 # ``jpeg_quality`` (the quantizer's lattice, which a drawing's edges do not make) and by
 # ``ringing`` (the save's ringing on its flat background, confined to the blocks).
 DRAWN_ASIDE_SIGNALS: dict[str, Callable[[LoadedImage], float]] = {
-    "overexposure": drawn_white,  # raw readings, 0 on a clean photo
+    "overexposure": white_ground,  # raw readings, 0 on a clean photo
     "pixelation": drawn,
     "blockiness": drawn,
     "noise": drawn_plain,
 }
 DRAWN_ASIDE_HEADS: dict[str, Callable[[LoadedImage], float]] = {
-    "over": drawn_white,  # camera model heads, 1-5
+    "over": white_ground,  # camera model heads, 1-5
     "compression": drawn,
     "noise": drawn_plain,
 }
@@ -85,7 +84,7 @@ def resolution(image: LoadedImage) -> float:
     if not enlarged(image):
         return 5.0
     detail = float(shipped().scores(image)["blur"])
-    if resampling(image) >= LATTICE:
+    if lattice_found(image):
         return detail
     return min(detail, RESOLUTION_TARGETS[3])
 

@@ -1267,6 +1267,15 @@ def drawn_white(image: LoadedImage) -> float:
     )
 
 
+def white_ground(image: LoadedImage) -> float:
+    """How far the image's white is a ground, not clipped light: ``drawn_white``, or 1 on a
+    page (``page``). A defocused page's blurred strokes roll into its paper, which a
+    drawing's do not, so from a 3 px disc ``drawn_white`` no longer reads it, and a white
+    page defocused by 3-4.5 px was named "over-exposed" besides blurred; its paper is
+    white by design, as a drawing's background is."""
+    return 1.0 if page(image) else drawn_white(image)
+
+
 # A drawing on a flat background of another colour (a dark theme, a grey dialog) has the
 # flat fills and straight edges that pixelation, blockiness and the camera model's
 # compression head read as blocks, but no white: its background is one exact colour. No
@@ -1635,6 +1644,15 @@ CAMERA_HEADS: tuple[str, ...] = ("blur", "noise", "compression", "under", "over"
 # LATTICE (lossless brightenings; no camera image); pixelation (a nearest-neighbour
 # upscale) does, 79 of 100.
 LATTICE = 2.0
+# An enlargement resamples both axes, so its lattice stands in the rows' profile and in the
+# columns' alike. Content that repeats along one axis does not: a page's glyphs at a regular
+# pitch (bench.renders' pages, a monospaced listing), defocused until their strokes are soft,
+# read 2.1-2.6 from their rows alone (the columns' profile 0.7 at most at that frequency,
+# log10 over its median), and were named "resolution loss". Upscales of the fit photos
+# (1.2-6x, bilinear, bicubic and Lanczos) read 1.1 or more in the weaker axis, but one
+# (0.8). So a peak off the 8x8 grid counts where it stands LATTICE_AXES above each axis'
+# median. ``resampling`` itself (a camera-model input) reads both axes together.
+LATTICE_AXES = 1.0
 _LATTICE_GRID = np.linspace(0.0, 0.5, 257)
 # An enlargement by 4 puts its lattice on the 8x8 grid's second harmonic, where a camera's
 # save has a peak of its own. Its phase tells them apart. Most resizers (Pillow, OpenCV,
@@ -1656,28 +1674,43 @@ QUARTER = 0.15
 DRAWN_ENLARGED = 0.5
 
 
-def _bends(image: LoadedImage) -> list[tuple[NDArray[np.float64], int]]:
+Bends = list[tuple[NDArray[np.float64], int, int]]
+
+
+def _bends(image: LoadedImage) -> Bends:
     """How strongly the pixels bend (the mean absolute second difference) at each position
     along the rows and along the columns of the full-resolution crops, each with the
-    position's offset from the image's origin (the first is px 1 of the crop)."""
+    position's offset from the image's origin (the first is px 1 of the crop) and its axis
+    (0: a profile along the rows, 1: along the columns)."""
 
-    def make() -> list[tuple[NDArray[np.float64], int]]:
+    def make() -> Bends:
         out = []
         for g, (y0, x0) in zip(_crops(image), _crop_origins(image), strict=True):
-            for a, origin in ((g, x0), (g.T, y0)):
+            for axis, (a, origin) in enumerate(((g, x0), (g.T, y0))):
                 if a.shape[1] >= 16:
                     d2 = np.abs(a[:, :-2] - 2.0 * a[:, 1:-1] + a[:, 2:])
-                    out.append((d2.mean(axis=0, dtype=np.float64), origin))
+                    out.append((d2.mean(axis=0, dtype=np.float64), origin, axis))
         return out
 
     return _cached(image, "det:bends", make)
+
+
+def _lattice_read(image: LoadedImage) -> tuple[float, bool]:
+    return _cached(image, "det:lattice", lambda: _lattice(_bends(image)))
 
 
 def resampling(image: LoadedImage) -> float:
     """log10 of the strongest interpolation-lattice peak over the median of the spectrum of
     the second-difference profile, rows and columns together, in the full-resolution crops
     (read once per image: the blur head and the resolution detector both ask)."""
-    return float(_cached(image, "det:lattice", lambda: _lattice(_bends(image))))
+    return float(_lattice_read(image)[0])
+
+
+def lattice_found(image: LoadedImage) -> bool:
+    """``resampling`` at least ``LATTICE``, with its peak in both axes' profiles
+    (``LATTICE_AXES``)."""
+    value, both_axes = _lattice_read(image)
+    return value >= LATTICE and both_axes
 
 
 def quarter_lattice(image: LoadedImage) -> float:
@@ -1687,7 +1720,7 @@ def quarter_lattice(image: LoadedImage) -> float:
 
     def make() -> float:
         folded, count = np.zeros(8), np.zeros(8)
-        for c, origin in _bends(image):
+        for c, origin, _ in _bends(image):
             at = (np.arange(c.size) + 1 + origin) % 8
             folded += np.bincount(at, weights=c, minlength=8)
             count += np.bincount(at, minlength=8)
@@ -1700,24 +1733,27 @@ def quarter_lattice(image: LoadedImage) -> float:
 
 
 def enlarged(image: LoadedImage) -> bool:
-    """An upscale's lattice is found: ``resampling`` at least ``LATTICE``, or an enlargement
-    by 4 (``quarter_lattice`` at least ``QUARTER``)."""
-    return resampling(image) >= LATTICE or quarter_lattice(image) >= QUARTER
+    """An upscale's lattice is found (``lattice_found``), or an enlargement by 4
+    (``quarter_lattice`` at least ``QUARTER``)."""
+    return lattice_found(image) or quarter_lattice(image) >= QUARTER
 
 
-def _lattice(bends: list[tuple[NDArray[np.float64], int]]) -> float:
-    total = np.zeros_like(_LATTICE_GRID)
+def _lattice(bends: Bends) -> tuple[float, bool]:
+    """``resampling``'s reading, and whether its peak, where it lies off the 8x8 grid,
+    stands ``LATTICE_AXES`` above each axis' own median too."""
+    f = _LATTICE_GRID
+    band = f > 0.05
+    totals = np.zeros((2, f.size))
     shortest = 1 << 30
-    for c, _ in bends:
+    for c, _, axis in bends:
         if c.size >= 62:  # rows of 64 px at least
             shortest = min(shortest, c.size - 16)
             c = (c - np.convolve(c, np.ones(9) / 9, mode="same"))[8:-8]
             spec = np.abs(np.fft.rfft(c * np.hanning(c.size))) ** 2
-            total += np.interp(_LATTICE_GRID, np.fft.rfftfreq(c.size), spec)
+            totals[axis] += np.interp(f, np.fft.rfftfreq(c.size), spec)
+    total = totals.sum(axis=0)
     if not total.any():  # too small to hold a profile
-        return 0.0
-    f = _LATTICE_GRID
-    band = f > 0.05
+        return 0.0, False
     base = float(np.median(total[band])) + 1e-30
 
     def near(h: float, tol: float) -> NDArray[np.bool_]:
@@ -1727,7 +1763,16 @@ def _lattice(bends: list[tuple[NDArray[np.float64], int]]) -> float:
     # 8-px grid (a block pattern) must not leak into the frequencies read as free
     tol = max(0.006, 3.0 / shortest)
     grid = near(0.125, tol) | near(0.25, tol) | near(0.375, tol) | near(0.5, tol)
-    free = float(total[band & ~grid].max()) / base
+    free_at = np.flatnonzero(band & ~grid)
+    peak = int(free_at[np.argmax(total[free_at])])
+    free = float(total[peak]) / base
     odd = max(float(total[near(h, 0.004)].max()) for h in (0.125, 0.375))
     even = max(float(total[near(h, 0.004)].max()) for h in (0.25, 0.5))
-    return float(np.log10(max(free, even / (base + odd), 1e-3)))
+    on_grid = even / (base + odd)
+    both_axes = True
+    if free > on_grid:
+        at = near(float(f[peak]), 0.004)
+        for t in totals:
+            axis_base = float(np.median(t[band])) + 1e-30
+            both_axes &= float(t[at].max()) / axis_base >= 10.0**LATTICE_AXES
+    return float(np.log10(max(free, on_grid, 1e-3))), both_axes
