@@ -984,6 +984,22 @@ def test_a_defocused_page_is_named_blurred(rendered, background, cards):
             assert not _visible(found, "Brightness change"), found
 
 
+@pytest.mark.parametrize("level", [4, 5])
+def test_a_blown_black_and_white_photo_is_no_page(level, cards):
+    """A black-and-white photo over-exposed until most of it is white has paper-like white
+    and ink-like remains, in many tiles; but they are areas, not strokes. It is no page, so
+    its white is blown light, named over-exposed (on a page the exposure readings stand
+    aside)."""
+    from agentiqa_cli.bench.camera import DEFAULT_RECIPE, camera_damage
+
+    px = _photo("astronaut", 768)
+    grey = np.repeat(px.mean(axis=2, keepdims=True), 3, axis=2)
+    blown = camera_damage(grey, "overexpose", level, np.random.default_rng(0), DEFAULT_RECIPE)
+    image = _img(_decoded(blown, format="JPEG", quality=90))
+    assert not page(image)
+    assert _visible(findings(detect_all(image), cards), "Brightness change")
+
+
 def test_a_grey_photograph_is_no_page(photo):
     """Only a page's glyphs are judged so: a black-and-white photograph, a grey macro shot in
     the dark and a soft one keep the photograph's judgement (fog and bokeh are no defect)."""
