@@ -27,13 +27,13 @@ from agentiqa_cli.tools.detectors import (
 __all__ = ["DETECTORS", "detect", "detect_all"]
 
 # Readings that a drawing's design trips: its white background, like a page's paper, is not
-# blown light (``detectors.white_ground``), and its flat fills and straight edges (bars on the 8 px grid),
-# on white or on a dark theme's flat colour (``detectors.drawn``), are not the blocks of a
-# coarse save or of an enlargement; the ringing of its save around many small markers is not
-# sensor noise where its background is plain (``detectors.drawn_plain``: noise would show
-# there). On a drawing they stand aside by that reading; its save is still read by
-# ``jpeg_quality`` (the quantizer's lattice, which a drawing's edges do not make) and by
-# ``ringing`` (the save's ringing on its flat background, confined to the blocks).
+# blown light (``detectors.white_ground``), and its flat fills and straight edges (bars on
+# the 8 px grid), on white or on a dark theme's flat colour (``detectors.drawn``), are not
+# the blocks of a coarse save or of an enlargement; the ringing of its save around many
+# small markers is not sensor noise where its background is plain (``detectors.drawn_plain``:
+# noise would show there). On a drawing they stand aside by that reading; its save is still
+# read by ``jpeg_quality`` (the quantizer's lattice, which a drawing's edges do not make) and
+# by ``ringing`` (the save's ringing on its flat background, confined to the blocks).
 DRAWN_ASIDE_SIGNALS: dict[str, Callable[[LoadedImage], float]] = {
     "overexposure": white_ground,  # raw readings, 0 on a clean photo
     "pixelation": drawn,
