@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup demo test lint typecheck imports unit bench clean vllm-env help prefill-brisque fit-cards quality realset browser dupes-check camera-model light-check man
+.PHONY: setup demo test lint typecheck imports unit bench clean vllm-env help prefill-brisque fit-cards quality quality-fresh realset browser dupes-check camera-model light-check man
 help:
 	@echo "make demo   - set up, make sample images, score and assess them"
 	@echo "make test   - set up (incl. the tiny vLLM server env), lint, type-check, check the import layers, run the tests"
@@ -72,6 +72,12 @@ realset: setup
 
 quality: setup realset dupes-check
 	$(BIN)/python scripts/quality_check.py
+
+# the camera series on a second held-out set: photographs of packages no other set uses, not
+# wallpapers (scripts/freshset.yaml; built into .cache/freshset; never fitted or tuned on)
+quality-fresh: setup
+	$(BIN)/python scripts/realset.py --spec scripts/freshset.yaml --cache .cache/freshset
+	$(BIN)/python scripts/quality_check.py --realset .cache/freshset --series camera,camera-other
 
 # near-duplicate recall/precision on edited copies of real photos: the realset's unpacked
 # wallpaper packages (every picture in them, not only the realset's selection)

@@ -16,6 +16,7 @@ from agentiqa_cli.errors import ConfigError
 
 HELD_OUT = Path(__file__).resolve().parent.parent / "scripts" / "realset.yaml"
 FITSET = HELD_OUT.with_name("fitset.yaml")
+FRESH = HELD_OUT.with_name("freshset.yaml")
 
 
 def test_shipped_spec_covers_the_styles_and_sources() -> None:
@@ -53,6 +54,18 @@ def test_fit_set_and_held_out_set_share_no_image() -> None:
     ranked = sorted(both, key=lambda i: (i.package, Path(i.path or "").name.lower()))
     assert len(ranked) == 36
     assert [i.fitted for i in ranked] == [k % 2 == 1 for k in range(len(ranked))]
+
+
+def test_the_fresh_set_uses_packages_no_other_set_uses() -> None:
+    """`make quality-fresh`'s photographs come from packages neither the realset nor the fit
+    set draws on, are never fitted on, and are photographs with their author and licence."""
+    fresh, held, fit = load_spec(FRESH), load_spec(HELD_OUT), load_spec(FITSET)
+    used = {i.package for s in (held, fit) for i in s.images}
+    assert not {i.package for i in fresh.images} & used
+    assert not set(fresh.packages) & (set(held.packages) | set(fit.packages))
+    assert all(i.kind == "photo" and not i.fitted for i in fresh.images)
+    assert len(fresh.camera()) == len(fresh.images) >= 25 and not fresh.kinds
+    assert all(i.license and i.author for i in fresh.images)
 
 
 def _fake_runner(calls: list[list[str]]) -> Runner:
