@@ -498,9 +498,11 @@ def camera_main(realset: Path, digest: str, folder: str = "camera") -> None:
     level 4-5 judged damaged, the gate on level 5; clean camera JPEGs (q80-95 and q75) judged
     clean and passing the gate; the goals of issue 22."""
     series, rows = _camera_rows(realset, digest, folder)
+    sides = sorted({max(Image.open(r.image).size) for r in series if r.level == 0})
+    size = f"{sides[0]}" if len(sides) == 1 else f"{sides[0]}-{sides[-1]}"
     print(
         f"\n== {folder} series: {len({r.content for r in series})} held-out photos at "
-        f"{max(Image.open(series[0].image).size)} px, {len({r.kind for r in series}) - 1} kinds "
+        f"{size} px, {len({r.kind for r in series}) - 1} kinds "
         f"x levels 1-5, {CAMERA_SERIES[folder]}"
     )
     rep = evaluate_synth(
