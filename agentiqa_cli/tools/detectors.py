@@ -587,21 +587,37 @@ PAGE_FLAT = 0.6
 PAGE_INKED = 0.25
 
 
+def _page_view(image: LoadedImage) -> F32 | None:
+    """The view's luma cut to whole ``PAGE_TILE`` tiles, inverted where the page is dark
+    (light ink on it), as ``page_parts`` and ``page_ink_core`` both read it; None where it
+    holds fewer than 16 tiles (too small for a page's lines)."""
+
+    def make() -> F32 | None:
+        g = _detail(image)
+        t = PAGE_TILE
+        ny, nx = g.shape[0] // t, g.shape[1] // t
+        if ny * nx < 16:
+            return None
+        dark = float(np.median(g[::4, ::4])) < 0.5
+        g = g[: ny * t, : nx * t]
+        return 1.0 - g if dark else g
+
+    return _cached(image, "det:page_view", make)
+
+
 def page_parts(image: LoadedImage) -> tuple[float, float, float]:
     """What ``page`` reads on the view's luma (every other pixel of each tile): the share of
     tiles whose paper is their neighbours' (a page's light may fall off across it), the
     share of the view that is paper, and the share of tiles with ink."""
 
     def make() -> tuple[float, float, float]:
-        g = _detail(image)
+        g = _page_view(image)
+        if g is None:
+            return 0.0, 0.0, 0.0
         t = PAGE_TILE
         ny, nx = g.shape[0] // t, g.shape[1] // t
-        if ny * nx < 16:  # too small to hold a page's lines
-            return 0.0, 0.0, 0.0
-        grid = g[: ny * t : 2, : nx * t : 2].reshape(ny, t // 2, nx, t // 2)
+        grid = g[::2, ::2].reshape(ny, t // 2, nx, t // 2)
         tiles = grid.transpose(0, 2, 1, 3).reshape(ny * nx, -1)
-        if float(np.median(g[::4, ::4])) < 0.5:  # light ink on a dark page
-            tiles = 1.0 - tiles
         hi = np.percentile(tiles, 95, axis=1)
         lo = np.percentile(tiles, 3, axis=1)
         near = np.abs(tiles - hi[:, None]) <= PAGE_NEAR
@@ -621,12 +637,11 @@ def page_ink_core(image: LoadedImage) -> float:
     luma, inverted on a dark page) with ink all around them within 2 px."""
 
     def make() -> float:
-        g = _detail(image)
+        g = _page_view(image)
+        if g is None:
+            return 0.0
         t = PAGE_TILE
         ny, nx = g.shape[0] // t, g.shape[1] // t
-        g = g[: ny * t, : nx * t]
-        if float(np.median(g[::4, ::4])) < 0.5:
-            g = 1.0 - g
         paper = np.percentile(g.reshape(ny, t, nx, t), 95, axis=(1, 3))
         ink = np.repeat(np.repeat(paper, t, axis=0), t, axis=1) - g >= PAGE_INK
         if not ink.any():
